@@ -1,0 +1,1 @@
+"""Adapters: the SQLite journal, the home directory, configuration and the wiring; adapter layer."""

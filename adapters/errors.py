@@ -1,0 +1,57 @@
+"""Typed errors for the home, the configuration and the journal; adapter layer."""
+
+from __future__ import annotations
+
+from domain.errors import LedgerclawError
+
+
+class HomeError(LedgerclawError):
+    """The home directory cannot be used."""
+
+    exit_code = 3
+
+
+class ConfigError(LedgerclawError):
+    """The configuration file is invalid; nothing was started."""
+
+    exit_code = 4
+
+
+class PersistenceNotConfigurableError(ConfigError):
+    """A `persistence` section tried to choose the journal's path or store."""
+
+
+class JournalError(LedgerclawError):
+    """The journal cannot be opened or read as asked."""
+
+    exit_code = 5
+
+
+class NotAJournalError(JournalError):
+    """The database file is not a ledgerclaw journal (or not SQLite at all)."""
+
+
+class NewerSchemaError(JournalError):
+    """The journal was written by a newer ledgerclaw; it is left untouched."""
+
+
+class JournalBusyError(JournalError):
+    """Another process held the database longer than the busy timeout."""
+
+
+class JournalConflictError(JournalError):
+    """A stream kept changing under a command; the command gave up without writing."""
+
+
+class UndecodableEventError(JournalError):
+    """A stored event has an unknown topic or does not match its type."""
+
+
+class UnknownSessionError(LedgerclawError):
+    """No session matches the given id or prefix."""
+
+    exit_code = 6
+
+
+class AmbiguousSessionError(UnknownSessionError):
+    """More than one session matches the given prefix."""

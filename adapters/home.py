@@ -1,0 +1,60 @@
+"""The ledgerclaw home directory and the fixed paths inside it; adapter layer."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from adapters.errors import HomeError
+
+HOME_ENV = "LEDGERCLAW_HOME"
+DATABASE_NAME = "ledgerclaw.db"
+CONFIG_NAME = "config.toml"
+
+
+@dataclass(frozen=True)
+class Home:
+    """One ledgerclaw home: its journal, configuration and daemon files."""
+
+    root: Path
+
+    @property
+    def database(self) -> Path:
+        """The journal: the single source of truth. Its location is not configurable."""
+        return self.root / DATABASE_NAME
+
+    @property
+    def config(self) -> Path:
+        """The ordinary (non-secret) configuration file."""
+        return self.root / CONFIG_NAME
+
+    @property
+    def protected_files(self) -> tuple[Path, ...]:
+        """Files no tool may ever read: the journal and its WAL companions."""
+        db = self.database
+        return (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm"))
+
+
+def resolve_home(environ: dict[str, str] | None = None) -> Home:
+    """The home named by `LEDGERCLAW_HOME`, else `~/.ledgerclaw`; nothing is created."""
+    env = os.environ if environ is None else environ
+    raw = env.get(HOME_ENV) or str(Path("~/.ledgerclaw").expanduser())
+    return Home(Path(raw).expanduser().absolute())
+
+
+def ensure_home(home: Home) -> Home:
+    """Create the home if it is missing and check it can be read and written."""
+    root = home.root
+    if root.exists() and not root.is_dir():
+        msg = f"home {root} exists but is not a directory"
+        raise HomeError(msg)
+    try:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as error:
+        msg = f"cannot create home {root}: {error.strerror or error}"
+        raise HomeError(msg) from None
+    if not os.access(root, os.R_OK | os.W_OK | os.X_OK):
+        msg = f"home {root} is not readable and writable by this user"
+        raise HomeError(msg)
+    return home

@@ -1,0 +1,1 @@
+"""The durable event journal on eventsourcing and SQLite; adapter layer."""

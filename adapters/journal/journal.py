@@ -1,0 +1,147 @@
+"""The journal facade that session actors and the CLI call; adapter layer.
+
+Every update reloads the aggregate, runs the command, and saves its events in one
+transaction. If another process appended in between, the optimistic-concurrency check
+fails, nothing is written, and the command runs again on the fresh state, where a stale
+writer meets its typed error instead of losing an event.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.persistence import IntegrityError, OperationalError
+
+from adapters.config import JournalSettings
+from adapters.errors import JournalBusyError, JournalConflictError, UnknownSessionError
+from adapters.journal.application import SYNCHRONOUS, JournalApplication
+from adapters.journal.identity import prepare_journal_file
+from domain.base import Aggregate
+from domain.devices.aggregate import REGISTRY_ID, DeviceRegistry
+from domain.ids import SessionId
+from domain.session.aggregate import Session
+from domain.session.values import Audience, SessionKind
+
+T = TypeVar("T")
+A = TypeVar("A", bound=Aggregate)
+
+MAX_CONFLICT_RETRIES = 20
+
+
+class EventJournal:
+    """Sessions and devices stored through one eventsourcing application."""
+
+    def __init__(self, app: JournalApplication) -> None:
+        self.app = app
+        self._locks: dict[UUID, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    # -- sessions --------------------------------------------------------------------------
+
+    def open_session(
+        self,
+        session_id: SessionId,
+        session_key: str,
+        kind: SessionKind,
+        audience: Audience,
+        parent_session_id: SessionId | None = None,
+    ) -> Session:
+        """Open and store a new session stream; a reused id is refused by the store."""
+        session = Session.open(session_id, session_key, kind, audience, parent_session_id)
+        self.save(session)
+        return session
+
+    def session(self, session_id: SessionId, *, version: int | None = None) -> Session:
+        """The session rebuilt from its latest snapshot and the events after it."""
+        return self._get(Session, session_id.as_uuid(), version, str(session_id))
+
+    def update_session(self, session_id: SessionId, command: Callable[[Session], T]) -> T:
+        """Run `command` on the latest session and store its events atomically."""
+        return self._update(session_id.as_uuid(), lambda: self.session(session_id), command)
+
+    # -- devices ---------------------------------------------------------------------------
+
+    def devices(self) -> DeviceRegistry:
+        """The device registry, empty if no device was ever paired."""
+        try:
+            return self._get(DeviceRegistry, REGISTRY_ID, None, "device registry")
+        except UnknownSessionError:
+            return DeviceRegistry.create()
+
+    def update_devices(self, command: Callable[[DeviceRegistry], T]) -> T:
+        """Run `command` on the latest registry and store its events atomically."""
+        return self._update(REGISTRY_ID, self.devices, command)
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def save(self, *aggregates: Aggregate) -> None:
+        """Store the pending events of `aggregates` in one transaction."""
+        try:
+            self.app.save(*aggregates)
+        except IntegrityError:
+            raise
+        except OperationalError as error:
+            msg = f"journal is busy or unwritable: {error}"
+            raise JournalBusyError(msg) from None
+
+    def stream_version(self, stream_id: UUID) -> int:
+        """How many events the stream holds (0 if none)."""
+        events = self.app.recorder.select_events(stream_id, desc=True, limit=1)
+        return events[0].originator_version if events else 0
+
+    def close(self) -> None:
+        """Release the database connections."""
+        self.app.close()
+
+    def _get(self, kind: type[A], stream_id: UUID, version: int | None, label: str) -> A:
+        try:
+            aggregate: object = self.app.repository.get(stream_id, version=version)
+        except AggregateNotFoundError:
+            msg = f"no {label} in the journal"
+            raise UnknownSessionError(msg) from None
+        if not isinstance(aggregate, kind):
+            msg = f"{label} names a {type(aggregate).__name__}, not a {kind.__name__}"
+            raise UnknownSessionError(msg)
+        return aggregate
+
+    def _update(self, stream_id: UUID, load: Callable[[], A], command: Callable[[A], T]) -> T:
+        with self._lock_for(stream_id):
+            for attempt in range(MAX_CONFLICT_RETRIES):
+                aggregate: A = load()
+                result = command(aggregate)
+                try:
+                    self.save(aggregate)
+                except IntegrityError:
+                    time.sleep(0.001 * (attempt + 1))
+                    continue
+                return result
+        msg = f"stream {stream_id.hex} kept changing; gave up after {MAX_CONFLICT_RETRIES} tries"
+        raise JournalConflictError(msg)
+
+    def _lock_for(self, stream_id: UUID) -> threading.Lock:
+        with self._locks_guard:
+            return self._locks.setdefault(stream_id, threading.Lock())
+
+
+class SqliteJournal(EventJournal):
+    """The journal in one SQLite file (WAL), checked and stamped before first use."""
+
+    def __init__(self, path: Path, settings: JournalSettings | None = None) -> None:
+        settings = settings or JournalSettings()
+        prepare_journal_file(path)
+        super().__init__(
+            JournalApplication(
+                env={
+                    "SQLITE_DBNAME": str(path),
+                    "SQLITE_LOCK_TIMEOUT": str(settings.busy_timeout_seconds),
+                    SYNCHRONOUS: settings.durability.value.upper(),
+                }
+            )
+        )
+        self.path = path

@@ -1,0 +1,1 @@
+"""The `ledgerclaw` command: parse, call, render; CLI layer."""

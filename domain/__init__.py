@@ -1,0 +1,1 @@
+"""The pure core of ledgerclaw: aggregates, events, value objects and ports."""

@@ -1,0 +1,1 @@
+"""The DeviceRegistry aggregate: paired devices and their hashed tokens; domain layer."""

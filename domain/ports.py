@@ -1,0 +1,57 @@
+"""Ports the domain's services are written against; domain layer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Protocol, TypeVar
+
+from domain.devices.aggregate import DeviceRegistry
+from domain.ids import SessionId
+from domain.session.aggregate import Session
+from domain.session.values import Audience, SessionKind
+
+T = TypeVar("T")
+
+
+class Clock(Protocol):
+    """Tells the time; replaced by a fixed clock in tests."""
+
+    def now(self) -> datetime:
+        """The current time, timezone-aware."""
+        ...
+
+
+class Journal(Protocol):
+    """The durable home of every aggregate; synchronous, called from worker threads."""
+
+    def open_session(
+        self,
+        session_id: SessionId,
+        session_key: str,
+        kind: SessionKind,
+        audience: Audience,
+        parent_session_id: SessionId | None = None,
+    ) -> Session:
+        """Open and store a new session stream."""
+        ...
+
+    def session(self, session_id: SessionId, *, version: int | None = None) -> Session:
+        """The session rebuilt from its stream, at `version` if given."""
+        ...
+
+    def update_session(self, session_id: SessionId, command: Callable[[Session], T]) -> T:
+        """Run `command` on the latest session and store what it triggered, atomically."""
+        ...
+
+    def devices(self) -> DeviceRegistry:
+        """The home's device registry."""
+        ...
+
+    def update_devices(self, command: Callable[[DeviceRegistry], T]) -> T:
+        """Run `command` on the latest registry and store what it triggered, atomically."""
+        ...
+
+    def close(self) -> None:
+        """Release the store."""
+        ...

@@ -1,0 +1,1 @@
+"""The Session aggregate: one stream per main session or subagent run; domain layer."""

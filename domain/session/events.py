@@ -1,0 +1,226 @@
+"""Facts recorded in a Session stream; domain layer.
+
+Every class carries a stable `TOPIC`. Renaming a class is free; changing a topic is not.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from domain.base import Aggregate
+from domain.ids import AttemptId, CallId, RunId, SessionId, SpillId
+from domain.paths import CanonicalPath
+from domain.session.values import (
+    ApprovalMode,
+    ApprovalScope,
+    ApprovalVerdict,
+    Audience,
+    ChatMessage,
+    DenialCategory,
+    Detail,
+    FileActivity,
+    OutcomeCategory,
+    PolicyDecision,
+    RemediationCode,
+    RunEndReason,
+    SessionKind,
+    ShortText,
+    ToolName,
+)
+
+
+class SessionEvent(Aggregate.Event):
+    """Base of every event in a Session stream except the first."""
+
+
+class SessionOpened(Aggregate.Created):
+    """A main session or a subagent run was opened."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.opened"
+    KEY_FIELDS = ("session_key", "kind", "audience", "parent_session_id")
+
+    session_key: ShortText
+    kind: SessionKind
+    audience: Audience
+    parent_session_id: SessionId | None = None
+
+
+class StorageBound(SessionEvent):
+    """The session's storage envelope was fixed; it is never recomputed."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.storage_bound"
+    KEY_FIELDS = ("layout_version", "envelope_root")
+
+    layout_version: int
+    envelope_root: CanonicalPath
+
+
+class RunStarted(SessionEvent):
+    """A run began; a client run id makes a retried request land on the same run."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.run_started"
+    KEY_FIELDS = ("run_id", "client_run_id")
+
+    run_id: RunId
+    client_run_id: ShortText | None = None
+
+
+class WriterClaimed(SessionEvent):
+    """A run became the session's only writer, superseding the previous one if any."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.writer_claimed"
+    KEY_FIELDS = ("run_id", "superseded_run_id")
+
+    run_id: RunId
+    superseded_run_id: RunId | None = None
+
+
+class MessageAppended(SessionEvent):
+    """A message joined the durable transcript."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.message_appended"
+    KEY_FIELDS = ("run_id", "message.role", "message.call_id")
+
+    run_id: RunId
+    message: ChatMessage
+
+
+class AuthorizationAttemptStarted(SessionEvent):
+    """Authorization of one tool call began."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.attempt_started"
+    KEY_FIELDS = ("attempt_id", "call_id", "tool_name")
+
+    run_id: RunId
+    attempt_id: AttemptId
+    call_id: CallId
+    tool_name: ToolName
+
+
+class PolicyEvaluated(SessionEvent):
+    """Policy decided an attempt, naming the rule that decided it."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.policy_evaluated"
+    KEY_FIELDS = ("attempt_id", "decision", "rule")
+
+    run_id: RunId
+    attempt_id: AttemptId
+    decision: PolicyDecision
+    rule: ShortText
+    detail: Detail = ""
+    approval_mode: ApprovalMode | None = None
+
+
+class ApprovalRequested(SessionEvent):
+    """An operator was asked to consent to an attempt; the attempt stays open."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.approval_requested"
+    KEY_FIELDS = ("attempt_id", "mode")
+
+    run_id: RunId
+    attempt_id: AttemptId
+    summary: Detail
+    mode: ApprovalMode
+
+
+class ApprovalDecided(SessionEvent):
+    """An operator answered a pending approval request."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.approval_decided"
+    KEY_FIELDS = ("attempt_id", "verdict", "scope", "decided_by")
+
+    run_id: RunId
+    attempt_id: AttemptId
+    verdict: ApprovalVerdict
+    scope: ApprovalScope
+    decided_by: ShortText
+
+
+class CorrectionIssued(SessionEvent):
+    """An attempt ended with a remediation instead of running; terminal."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.correction_issued"
+    KEY_FIELDS = ("attempt_id", "remediation")
+
+    run_id: RunId
+    attempt_id: AttemptId
+    remediation: RemediationCode
+    detail: Detail = ""
+
+
+class AttemptDenied(SessionEvent):
+    """An attempt was denied; terminal, and approval cannot undo it."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.attempt_denied"
+    KEY_FIELDS = ("attempt_id", "category")
+
+    run_id: RunId
+    attempt_id: AttemptId
+    category: DenialCategory
+    detail: Detail = ""
+
+
+class ToolReceiptRecorded(SessionEvent):
+    """An allowed attempt completed; the receipt is its terminal outcome."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.receipt_recorded"
+    KEY_FIELDS = ("attempt_id", "outcome", "spill_id")
+
+    run_id: RunId
+    attempt_id: AttemptId
+    outcome: OutcomeCategory
+    file_activity: tuple[FileActivity, ...] = ()
+    project_declaration: CanonicalPath | None = None
+    remediation: RemediationCode | None = None
+    spill_id: SpillId | None = None
+
+
+class AttemptOutcomeMarkedUnknown(SessionEvent):
+    """An attempt's outcome cannot be known (a crash, a superseded run); never re-run."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.attempt_outcome_unknown"
+    KEY_FIELDS = ("attempt_id", "reason")
+
+    run_id: RunId
+    attempt_id: AttemptId
+    reason: ShortText
+
+
+class WorkingContextChanged(SessionEvent):
+    """The project directory or the recent files changed after a successful receipt."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.working_context_changed"
+    KEY_FIELDS = ("project_directory",)
+
+    run_id: RunId
+    project_directory: CanonicalPath | None
+    recent_files: tuple[CanonicalPath, ...]
+
+
+class RunEnded(SessionEvent):
+    """A run stopped, for a classified reason."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.run_ended"
+    KEY_FIELDS = ("run_id", "reason")
+
+    run_id: RunId
+    reason: RunEndReason
+
+
+SESSION_EVENTS: tuple[type[Aggregate.Event], ...] = (
+    SessionOpened,
+    StorageBound,
+    RunStarted,
+    WriterClaimed,
+    MessageAppended,
+    AuthorizationAttemptStarted,
+    PolicyEvaluated,
+    ApprovalRequested,
+    ApprovalDecided,
+    CorrectionIssued,
+    AttemptDenied,
+    ToolReceiptRecorded,
+    AttemptOutcomeMarkedUnknown,
+    WorkingContextChanged,
+    RunEnded,
+)

@@ -1,0 +1,266 @@
+"""Value objects and closed vocabularies of the Session aggregate; domain layer."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Self
+
+from pydantic import Field, JsonValue, model_validator
+
+from domain.base import Value
+from domain.ids import AttemptId, CallId, RunId, SpillId
+from domain.paths import CanonicalPath
+
+RECENT_FILES_LIMIT = 20
+"""How many recently used files the working context keeps."""
+
+ShortText = Annotated[str, Field(min_length=1, max_length=200)]
+Detail = Annotated[str, Field(max_length=2000)]
+ToolName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.\-/]{1,128}$")]
+
+
+class SessionKind(StrEnum):
+    """Whether a stream is the user's conversation or one delegated child run."""
+
+    MAIN = "main"
+    SUBAGENT = "subagent"
+
+
+class Audience(StrEnum):
+    """Who the session serves; it selects exposure and trusted roots."""
+
+    PERSONAL = "personal"
+    TEAM = "team"
+    PUBLIC = "public"
+
+
+class MessageRole(StrEnum):
+    """The author of one transcript message."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class ToolCallRequest(Value):
+    """A model-authored tool call: a request, not proof that anything ran."""
+
+    call_id: CallId
+    name: ToolName
+    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class ChatMessage(Value):
+    """One durable transcript message."""
+
+    role: MessageRole
+    content: str = ""
+    tool_calls: tuple[ToolCallRequest, ...] = ()
+    call_id: CallId | None = None
+    """For a tool message: the call it answers."""
+
+    @model_validator(mode="after")
+    def _check_shape(self) -> Self:
+        if self.tool_calls and self.role is not MessageRole.ASSISTANT:
+            msg = "only an assistant message carries tool calls"
+            raise ValueError(msg)
+        if (self.role is MessageRole.TOOL) != (self.call_id is not None):
+            msg = "a tool message, and only a tool message, names the call it answers"
+            raise ValueError(msg)
+        return self
+
+
+class PolicyDecision(StrEnum):
+    """What one policy evaluation concluded for an attempt."""
+
+    ALLOW = "allow"
+    DENY = "deny"
+    APPROVAL_REQUIRED = "approval_required"
+
+
+class ApprovalMode(StrEnum):
+    """How a call that needs consent is handled."""
+
+    REQUEST = "request"
+    DEFER = "defer"
+    REPORT = "report"
+    DENY = "deny"
+
+
+class ApprovalVerdict(StrEnum):
+    """The operator's answer to an approval request."""
+
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+
+
+class ApprovalScope(StrEnum):
+    """How far an approval reaches beyond this one call."""
+
+    ONCE = "once"
+    SESSION = "session"
+    DIRECTORY = "directory"
+
+
+class DenialCategory(StrEnum):
+    """Why an attempt was denied; a denial is terminal."""
+
+    POLICY = "policy"
+    NOT_EXPOSED = "not_exposed"
+    OUTSIDE_ROOTS = "outside_roots"
+    PROTECTED_PATH = "protected_path"
+    LINK_BOUNDARY = "link_boundary"
+    SHELL_POLICY = "shell_policy"
+    APPROVAL_REJECTED = "approval_rejected"
+    APPROVAL_EXPIRED = "approval_expired"
+    TARGET_CHANGED = "target_changed"
+    INVALID_INPUT = "invalid_input"
+    RUN_ENDED = "run_ended"
+
+
+class OutcomeCategory(StrEnum):
+    """The closed status of a tool receipt."""
+
+    SUCCESS = "success"
+    INVALID_INPUT = "invalid_input"
+    ACCESS_DENIED = "access_denied"
+    NOT_FOUND = "not_found"
+    TRANSIENT_FAILURE = "transient_failure"
+    RECOVERABLE_CORRECTION = "recoverable_correction"
+    CANCELLED = "cancelled"
+    UNKNOWN = "unknown"
+
+
+class FileOperation(StrEnum):
+    """The authorization category requested for a path."""
+
+    READ = "read"
+    WRITE = "write"
+    ATTACH = "attach"
+    DECLARE_PROJECT_SCOPE = "declare_project_scope"
+
+
+class RemediationCode(StrEnum):
+    """A closed selector of one fixed instruction; it carries no path and grants nothing."""
+
+    SET_WORKING_DIRECTORY = "set_working_directory"
+    USE_MANAGED_TEMP_DIR = "use_managed_temp_dir"
+    READ_SPILLED_OUTPUT = "read_spilled_output"
+    LOAD_TOOL = "load_tool"
+    USE_FILE_TOOL = "use_file_tool"
+    REFRESH_FILE_REVISION = "refresh_file_revision"
+
+
+class RunEndReason(StrEnum):
+    """Why a run stopped; classify before troubleshooting."""
+
+    NATURAL = "natural"
+    ABORT = "abort"
+    PROVIDER_ERROR = "provider_error"
+    TOOL_LOOP_TERMINATED = "tool_loop_terminated"
+    STRATEGY_STOP = "strategy_stop"
+    SUPERSEDED = "superseded"
+    CRASHED = "crashed"
+
+
+class FileActivity(Value):
+    """A canonical path and the operation a successful call performed on it."""
+
+    path: CanonicalPath
+    operation: FileOperation
+
+
+class ToolReceipt(Value):
+    """Trusted internal facts about one completed invocation attempt."""
+
+    outcome: OutcomeCategory
+    file_activity: tuple[FileActivity, ...] = ()
+    project_declaration: CanonicalPath | None = None
+    remediation: RemediationCode | None = None
+    spill_id: SpillId | None = None
+
+    @model_validator(mode="after")
+    def _check_payload(self) -> Self:
+        success = self.outcome is OutcomeCategory.SUCCESS
+        if not success and (self.file_activity or self.project_declaration):
+            msg = "only a successful receipt carries file activity or a project declaration"
+            raise ValueError(msg)
+        correction = self.outcome is OutcomeCategory.RECOVERABLE_CORRECTION
+        if correction != (self.remediation is not None):
+            msg = "a recoverable correction, and only it, carries a remediation code"
+            raise ValueError(msg)
+        return self
+
+    @property
+    def has_state_effect(self) -> bool:
+        """Whether the working context must follow this receipt."""
+        success = self.outcome is OutcomeCategory.SUCCESS
+        return success and bool(self.file_activity or self.project_declaration)
+
+
+class StorageBinding(Value):
+    """The durable layout version and envelope root of a session; bound at most once."""
+
+    layout_version: int = Field(ge=1)
+    envelope_root: CanonicalPath
+
+
+class WorkingContext(Value):
+    """The declared project directory and a bounded list of recently used files."""
+
+    project_directory: CanonicalPath | None = None
+    recent_files: tuple[CanonicalPath, ...] = Field(default=(), max_length=RECENT_FILES_LIMIT)
+
+    def after(self, receipt: ToolReceipt) -> WorkingContext:
+        """Return the context that follows a successful receipt with a state effect."""
+        recent = list(self.recent_files)
+        for activity in receipt.file_activity:
+            if activity.path in recent:
+                recent.remove(activity.path)
+            recent.insert(0, activity.path)
+        project = receipt.project_declaration or self.project_directory
+        return WorkingContext(
+            project_directory=project, recent_files=tuple(recent[:RECENT_FILES_LIMIT])
+        )
+
+
+class RunState(Value):
+    """One run of a session and, once it stopped, why."""
+
+    run_id: RunId
+    client_run_id: ShortText | None = None
+    ended: RunEndReason | None = None
+
+
+class AttemptStatus(StrEnum):
+    """Where an authorization attempt stands."""
+
+    STARTED = "started"
+    ALLOWED = "allowed"
+    NEEDS_APPROVAL = "needs_approval"
+    APPROVAL_PENDING = "approval_pending"
+    ENDED = "ended"
+
+
+class AttemptEnd(StrEnum):
+    """The one terminal outcome an attempt received."""
+
+    RECEIPT = "receipt"
+    DENIED = "denied"
+    CORRECTED = "corrected"
+    UNKNOWN = "unknown"
+
+
+class AttemptState(Value):
+    """The lifecycle of one authorization attempt."""
+
+    attempt_id: AttemptId
+    run_id: RunId
+    call_id: CallId
+    tool_name: ToolName
+    status: AttemptStatus = AttemptStatus.STARTED
+    decision: PolicyDecision | None = None
+    end: AttemptEnd | None = None
+    outcome: OutcomeCategory | None = None

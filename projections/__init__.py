@@ -1,0 +1,1 @@
+"""Read models fed from the journal's notification log; projection layer."""
