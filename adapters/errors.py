@@ -55,3 +55,9 @@ class UnknownSessionError(LedgerclawError):
 
 class AmbiguousSessionError(UnknownSessionError):
     """More than one session matches the given prefix."""
+
+
+class PositionOutOfRangeError(LedgerclawError):
+    """A replay position lies outside the session's stream."""
+
+    exit_code = 2

@@ -43,12 +43,17 @@ def resolve_home(environ: dict[str, str] | None = None) -> Home:
     return Home(Path(raw).expanduser().absolute())
 
 
+def check_home(home: Home) -> Home:
+    """Check, without creating anything, that an existing home is a directory."""
+    if home.root.exists() and not home.root.is_dir():
+        msg = f"home {home.root} exists but is not a directory"
+        raise HomeError(msg)
+    return home
+
+
 def ensure_home(home: Home) -> Home:
     """Create the home if it is missing and check it can be read and written."""
-    root = home.root
-    if root.exists() and not root.is_dir():
-        msg = f"home {root} exists but is not a directory"
-        raise HomeError(msg)
+    root = check_home(home).root
     try:
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as error:

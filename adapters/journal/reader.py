@@ -24,6 +24,7 @@ from domain.session.events import SessionOpened
 
 _HEX = frozenset("0123456789abcdef")
 _MIN_PREFIX = 4
+_ID_DIGITS = 32
 
 
 class TimelineEntry(NamedTuple):
@@ -123,7 +124,7 @@ class JournalReader:
     def resolve_session(self, text: str) -> SessionId:
         """The one session whose id is `text` or starts with it (with or without `ses_`)."""
         digits = text.strip().lower().removeprefix(SessionId.prefix)
-        if not digits or not set(digits) <= _HEX or len(digits) > len(SessionId.prefix) + 32:
+        if not digits or not set(digits) <= _HEX or len(digits) > _ID_DIGITS:
             msg = f"{text!r} is not a session id or id prefix"
             raise UnknownSessionError(msg)
         if len(digits) < _MIN_PREFIX:
@@ -163,6 +164,19 @@ class JournalReader:
             msg = f"no session {session_id} in the journal"
             raise UnknownSessionError(msg)
         return [self._entry(*row) for row in rows]
+
+    def head(self, session_id: SessionId) -> int:
+        """How many events the session's stream holds; UnknownSessionError if none."""
+        if self.exists:
+            with self._connect() as conn:
+                row = conn.execute(
+                    "SELECT max(originator_version) FROM stored_events WHERE originator_id = ?",
+                    (session_id.hex,),
+                ).fetchone()
+            if row[0]:
+                return int(row[0])
+        msg = f"no session {session_id} in the journal"
+        raise UnknownSessionError(msg)
 
     def _entry(self, position: int, log_position: int, topic: str, raw: bytes) -> TimelineEntry:
         state = orjson.loads(raw)

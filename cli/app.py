@@ -1,0 +1,117 @@
+"""The `ledgerclaw` command line: parse, call the adapters, render; CLI layer."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+import typer
+
+from adapters import wiring
+from adapters.doctor import run_doctor
+from adapters.errors import PositionOutOfRangeError
+from cli import render
+from domain.errors import LedgerclawError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+app = typer.Typer(
+    name="ledgerclaw",
+    help="An event-sourced runtime around an AI agent, journaled in one SQLite file.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+session_app = typer.Typer(help="Inspect sessions: list them, replay their timelines and states.")
+app.add_typer(session_app, name="session")
+
+JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON only.")
+
+
+def expected_errors(command: Callable[P, R]) -> Callable[P, R]:
+    """Turn an expected ledgerclaw error into a one-line message and its exit code."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except LedgerclawError as failure:
+            render.error(str(failure))
+            raise typer.Exit(failure.exit_code) from None
+
+    return wrapper
+
+
+@session_app.command("list")
+@expected_errors
+def list_sessions(json_output: bool = JSON_OPTION) -> None:
+    """List every session in the journal, oldest first."""
+    sessions = wiring.open_reader(wiring.current_home()).sessions()
+    if json_output:
+        render.emit_json([s._asdict() for s in sessions])
+    else:
+        render.session_list(sessions)
+
+
+@session_app.command("replay")
+@expected_errors
+def replay(
+    session: str = typer.Argument(help="Session id, or a unique prefix of it (4+ hex digits)."),
+    at: int | None = typer.Option(
+        None, "--at", min=1, help="Print the state rebuilt from the first N events instead."
+    ),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Show a session's timeline, one line per event, or its state at event N."""
+    home = wiring.current_home()
+    reader = wiring.open_reader(home)
+    session_id = reader.resolve_session(session)
+    if at is None:
+        entries = reader.timeline(session_id)
+        if json_output:
+            render.emit_json({"session_id": session_id, "events": [e._asdict() for e in entries]})
+        else:
+            render.timeline(session_id, entries)
+        return
+    head = reader.head(session_id)
+    if at > head:
+        msg = f"--at {at} is past the end of {session_id}, which has {head} events"
+        raise PositionOutOfRangeError(msg)
+    journal = wiring.open_journal(home)
+    try:
+        state = journal.session(session_id, version=at).state()
+    finally:
+        journal.close()
+    if json_output:
+        render.emit_json(
+            {
+                "session_id": session_id,
+                "position": at,
+                "head": head,
+                "state": state.model_dump(mode="json"),
+            }
+        )
+    else:
+        render.session_state(state, at, head)
+
+
+@app.command("doctor")
+@expected_errors
+def doctor(json_output: bool = JSON_OPTION) -> None:
+    """Check the home, its configuration and the journal; create them if missing."""
+    home = wiring.current_home()
+    with render.progress_bar("decoding events") as update:
+        report = run_doctor(home, update)
+    if json_output:
+        render.emit_json(report.model_dump(mode="json") | {"ok": report.ok})
+    else:
+        render.doctor(report)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    """Entry point of the `ledgerclaw` console script."""
+    app()

@@ -1,0 +1,216 @@
+"""Terminal and JSON rendering for the `ledgerclaw` command; CLI layer."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from enum import StrEnum
+from typing import Any
+
+import orjson
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from adapters.doctor import DoctorReport
+from adapters.journal.reader import SessionSummary, TimelineEntry
+from domain.session.aggregate import SessionState
+
+out = Console(highlight=False, soft_wrap=False)
+err = Console(stderr=True, highlight=False)
+
+MESSAGE_PREVIEW = 120
+
+
+def emit_json(value: Any) -> None:  # noqa: ANN401 - any JSON-ready value
+    """Print `value` as JSON on stdout and nothing else."""
+    data = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+    print(data.decode())  # noqa: T201 - machine output bypasses rich markup
+
+
+def error(message: str) -> None:
+    """Print an expected error on stderr, without a stack trace."""
+    err.print(Text(f"error: {message}", style="bold red"), soft_wrap=True)
+
+
+@contextmanager
+def progress_bar(label: str) -> Iterator[Any]:
+    """A progress bar on stderr, shown only on a terminal; yields an `update(done, total)`."""
+    bar = Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )
+    task = bar.add_task(label, total=None)
+    with bar:
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+_OPAQUE_ID = re.compile(r"^((?:ses|run|att|dev|spl)_[0-9a-f]{8})[0-9a-f]{24}$")
+
+
+def short_id(value: object) -> str:
+    """An opaque id cut to its prefix and 8 hex digits (still a usable prefix); else as is."""
+    text = str(value)
+    match = _OPAQUE_ID.match(text)
+    return match.group(1) if match else text
+
+
+def _minute(stamp: str) -> str:
+    return stamp.replace("T", " ")[:16]
+
+
+def _clock(stamp: str) -> str:
+    return stamp[11:23]
+
+
+def _fields(fields: dict[str, Any]) -> str:
+    return "  ".join(f"{key}={short_id(value)}" for key, value in fields.items())
+
+
+def session_list(sessions: Sequence[SessionSummary]) -> None:
+    """The session catalog as a table."""
+    if not sessions:
+        out.print("No sessions in the journal yet.")
+        return
+    table = Table(title=f"{len(sessions)} sessions (UTC)", title_justify="left")
+    has_parents = any(s.parent_session_id for s in sessions)
+    columns = ["session", "key", "kind", "audience", "parent", "events", "last event"]
+    if not has_parents:
+        columns.remove("parent")
+    for column in columns:
+        table.add_column(
+            column,
+            justify="right" if column == "events" else "left",
+            no_wrap=column != "key",
+            min_width=8 if column == "key" else None,
+        )
+    for s in sessions:
+        row = [short_id(s.session_id), s.session_key, s.kind, s.audience]
+        if has_parents:
+            row.append(short_id(s.parent_session_id or ""))
+        table.add_row(*row, str(s.events), _minute(s.last_event_at))
+    out.print(table)
+
+
+def timeline(session_id: str, entries: Sequence[TimelineEntry]) -> None:
+    """A session's events, one line each."""
+    span = f"{entries[0].recorded_at[:10]} .. {entries[-1].recorded_at[:10]}" if entries else ""
+    table = Table(title=f"{session_id}: {len(entries)} events, {span} UTC", title_justify="left")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("log", justify="right", style="dim", no_wrap=True)
+    table.add_column("time", no_wrap=True)
+    table.add_column("event", style="bold", no_wrap=True)
+    table.add_column("fields", overflow="fold")
+    for e in entries:
+        table.add_row(
+            str(e.position),
+            str(e.log_position),
+            _clock(e.recorded_at),
+            e.event.partition(".")[2] or e.event,
+            _fields(e.fields),
+        )
+    out.print(table)
+
+
+def _state_summary(state: SessionState) -> Table:
+    summary = Table.grid(padding=(0, 2))
+    summary.add_column(style="dim")
+    summary.add_column()
+    storage = state.storage
+    context = state.working_context
+    for label, value in (
+        ("key", state.session_key),
+        ("kind", state.kind.value),
+        ("audience", state.audience.value),
+        ("parent", state.parent_session_id or "-"),
+        ("storage", f"v{storage.layout_version} {storage.envelope_root}" if storage else "unbound"),
+        ("writer", state.writer or "-"),
+        ("project", context.project_directory or "-"),
+        ("recent files", ", ".join(context.recent_files) or "-"),
+        ("messages", str(len(state.messages))),
+    ):
+        summary.add_row(label, value)
+    return summary
+
+
+def _runs(state: SessionState) -> Table:
+    runs = Table(title="runs", title_justify="left")
+    for column in ("run", "client run", "ended"):
+        runs.add_column(column)
+    for run in state.runs.values():
+        writer = " (writer)" if run.run_id == state.writer else ""
+        runs.add_row(short_id(run.run_id) + writer, run.client_run_id or "", _value(run.ended))
+    return runs
+
+
+def _value(member: StrEnum | None) -> str:
+    return member.value if member is not None else ""
+
+
+def _attempts(state: SessionState) -> Table:
+    attempts = Table(title="authorization attempts", title_justify="left")
+    for column in ("attempt", "call", "tool", "status", "decision", "end", "outcome"):
+        attempts.add_column(column, no_wrap=column in ("attempt", "status"))
+    for a in state.attempts.values():
+        attempts.add_row(
+            short_id(a.attempt_id),
+            a.call_id,
+            a.tool_name,
+            a.status.value,
+            _value(a.decision),
+            _value(a.end),
+            _value(a.outcome),
+        )
+    return attempts
+
+
+def _transcript(state: SessionState) -> Table:
+    transcript = Table(title="transcript", title_justify="left")
+    transcript.add_column("#", justify="right")
+    transcript.add_column("role")
+    transcript.add_column("content", overflow="fold")
+    for index, message in enumerate(state.messages, start=1):
+        content = message.content
+        if len(content) > MESSAGE_PREVIEW:
+            content = content[:MESSAGE_PREVIEW] + "…"
+        calls = ", ".join(f"{c.name}({c.call_id})" for c in message.tool_calls)
+        text = content + (f" -> {calls}" if calls else "")
+        transcript.add_row(str(index), message.role.value, text)
+    return transcript
+
+
+def session_state(state: SessionState, position: int, head: int) -> None:
+    """A session's state rebuilt at one position of its stream."""
+    out.print(f"[bold]{state.session_id}[/bold] at event {position} of {head}")
+    out.print(_state_summary(state))
+    if state.runs:
+        out.print(_runs(state))
+    if state.attempts:
+        out.print(_attempts(state))
+    if state.messages:
+        out.print(_transcript(state))
+
+
+def doctor(report: DoctorReport) -> None:
+    """The doctor's checks as a table."""
+    table = Table(title=f"ledgerclaw doctor: {report.home}", title_justify="left")
+    table.add_column("check")
+    table.add_column("result")
+    table.add_column("detail", overflow="fold")
+    for check in report.checks:
+        verdict = Text("ok", style="green") if check.ok else Text("FAIL", style="bold red")
+        table.add_row(check.name, verdict, check.detail)
+    out.print(table)
+    summary = "healthy" if report.ok else "problems found"
+    out.print(f"{report.events} events, {report.snapshots} snapshots: {summary}")
