@@ -8,6 +8,7 @@ writer meets its typed error instead of losing an event.
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -31,14 +32,19 @@ from domain.session.values import Audience, SessionKind
 T = TypeVar("T")
 A = TypeVar("A", bound=Aggregate)
 
-MAX_CONFLICT_RETRIES = 20
+CONFLICT_TIMEOUT_SECONDS = 5.0
+"""How long a command keeps retrying on a stream that other processes keep changing."""
+MAX_BACKOFF_SECONDS = 0.02
 
 
 class EventJournal:
     """Sessions and devices stored through one eventsourcing application."""
 
-    def __init__(self, app: JournalApplication) -> None:
+    def __init__(
+        self, app: JournalApplication, conflict_timeout: float = CONFLICT_TIMEOUT_SECONDS
+    ) -> None:
         self.app = app
+        self.conflict_timeout = conflict_timeout
         self._locks: dict[UUID, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
@@ -112,16 +118,24 @@ class EventJournal:
 
     def _update(self, stream_id: UUID, load: Callable[[], A], command: Callable[[A], T]) -> T:
         with self._lock_for(stream_id):
-            for attempt in range(MAX_CONFLICT_RETRIES):
+            deadline = time.monotonic() + self.conflict_timeout
+            tries = 0
+            while True:
                 aggregate: A = load()
                 result = command(aggregate)
                 try:
                     self.save(aggregate)
                 except IntegrityError:
-                    time.sleep(0.001 * (attempt + 1))
+                    tries += 1
+                    if time.monotonic() >= deadline:
+                        break
+                    # A random, growing pause breaks the lock-step in which one process
+                    # wins every race against a steady writer in another process.
+                    pause = min(0.001 * 2**tries, MAX_BACKOFF_SECONDS)
+                    time.sleep(random.uniform(0, pause))  # noqa: S311 - jitter, not secrecy
                     continue
                 return result
-        msg = f"stream {stream_id.hex} kept changing; gave up after {MAX_CONFLICT_RETRIES} tries"
+        msg = f"stream {stream_id.hex} kept changing; gave up after {tries} tries"
         raise JournalConflictError(msg)
 
     def _lock_for(self, stream_id: UUID) -> threading.Lock:
@@ -142,6 +156,7 @@ class SqliteJournal(EventJournal):
                     "SQLITE_LOCK_TIMEOUT": str(settings.busy_timeout_seconds),
                     SYNCHRONOUS: settings.durability.value.upper(),
                 }
-            )
+            ),
+            conflict_timeout=settings.busy_timeout_seconds,
         )
         self.path = path

@@ -390,6 +390,10 @@ class Session(Aggregate):
         return run
 
     def _require_writer(self, run_id: RunId) -> None:
+        run = self.runs.get(run_id)
+        if run is not None and run.ended is RunEndReason.SUPERSEDED:
+            msg = f"run {run_id} was superseded by another writer (writer: {self.writer})"
+            raise errors.StaleWriterError(msg)
         self._require_live_run(run_id)
         if self.writer != run_id:
             msg = f"run {run_id} is not the session's writer (writer: {self.writer})"

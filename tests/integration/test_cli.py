@@ -249,6 +249,7 @@ def test_a_foreign_database_is_refused_and_left_unchanged(home: Path) -> None:
         assert "not a ledgerclaw journal" in err
     assert 1 == invoke("doctor")[0]
     assert before == db.read_bytes()
+    assert [] == sorted(p.name for p in home.glob("ledgerclaw.db-*"))
 
 
 def test_a_file_that_is_not_sqlite_is_refused_and_left_unchanged(home: Path) -> None:
