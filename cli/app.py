@@ -84,6 +84,7 @@ def replay(
         state = journal.session(session_id, version=at).state()
     finally:
         journal.close()
+    transcript = reader.transcript(session_id, upto=at)
     if json_output:
         render.emit_json(
             {
@@ -91,10 +92,11 @@ def replay(
                 "position": at,
                 "head": head,
                 "state": state.model_dump(mode="json"),
+                "transcript": transcript,
             }
         )
     else:
-        render.session_state(state, at, head)
+        render.session_state(state, transcript, at, head)
 
 
 @app.command("doctor")

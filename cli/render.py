@@ -138,7 +138,7 @@ def _state_summary(state: SessionState) -> Table:
         ("writer", state.writer or "-"),
         ("project", context.project_directory or "-"),
         ("recent files", ", ".join(context.recent_files) or "-"),
-        ("messages", str(len(state.messages))),
+        ("messages", str(state.message_count)),
     ):
         summary.add_row(label, value)
     return summary
@@ -175,22 +175,25 @@ def _attempts(state: SessionState) -> Table:
     return attempts
 
 
-def _transcript(state: SessionState) -> Table:
+def _transcript(messages: Sequence[dict[str, Any]]) -> Table:
     transcript = Table(title="transcript", title_justify="left")
     transcript.add_column("#", justify="right")
     transcript.add_column("role")
     transcript.add_column("content", overflow="fold")
-    for index, message in enumerate(state.messages, start=1):
-        content = message.content
+    for index, message in enumerate(messages, start=1):
+        content = str(message.get("content", ""))
         if len(content) > MESSAGE_PREVIEW:
             content = content[:MESSAGE_PREVIEW] + "…"
-        calls = ", ".join(f"{c.name}({c.call_id})" for c in message.tool_calls)
-        text = content + (f" -> {calls}" if calls else "")
-        transcript.add_row(str(index), message.role.value, text)
+        calls = ", ".join(f"{c['name']}({c['call_id']})" for c in message.get("tool_calls", ()))
+        answers = f"[{message['call_id']}] " if message.get("call_id") else ""
+        text = answers + content + (f" -> {calls}" if calls else "")
+        transcript.add_row(str(index), str(message.get("role", "")), text)
     return transcript
 
 
-def session_state(state: SessionState, position: int, head: int) -> None:
+def session_state(
+    state: SessionState, transcript: Sequence[dict[str, Any]], position: int, head: int
+) -> None:
     """A session's state rebuilt at one position of its stream."""
     out.print(f"[bold]{state.session_id}[/bold] at event {position} of {head}")
     out.print(_state_summary(state))
@@ -198,8 +201,8 @@ def session_state(state: SessionState, position: int, head: int) -> None:
         out.print(_runs(state))
     if state.attempts:
         out.print(_attempts(state))
-    if state.messages:
-        out.print(_transcript(state))
+    if transcript:
+        out.print(_transcript(transcript))
 
 
 def doctor(report: DoctorReport) -> None:

@@ -9,7 +9,7 @@ from typing import Protocol, TypeVar
 from domain.devices.aggregate import DeviceRegistry
 from domain.ids import SessionId
 from domain.session.aggregate import Session
-from domain.session.values import Audience, SessionKind
+from domain.session.values import Audience, ChatMessage, SessionKind
 
 T = TypeVar("T")
 
@@ -42,6 +42,10 @@ class Journal(Protocol):
 
     def update_session(self, session_id: SessionId, command: Callable[[Session], T]) -> T:
         """Run `command` on the latest session and store what it triggered, atomically."""
+        ...
+
+    def transcript(self, session_id: SessionId, *, upto: int | None = None) -> list[ChatMessage]:
+        """The session's messages in order, from its first `upto` events if given."""
         ...
 
     def devices(self) -> DeviceRegistry:

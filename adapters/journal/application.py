@@ -11,11 +11,9 @@ from eventsourcing.sqlite import SQLiteConnection, SQLiteConnectionPool, SQLiteF
 from eventsourcing.utils import Environment, EnvType, get_topic
 
 from adapters.journal.mapper import CatalogMapper, OrjsonTranscoder
-from domain.devices.aggregate import DeviceRegistry
-from domain.session.aggregate import Session
 
 SNAPSHOT_INTERVAL = 200
-"""A snapshot is taken inside the save that reaches every multiple of this version."""
+"""The journal snapshots a stream after each save that crosses a multiple of this version."""
 SYNCHRONOUS = "SQLITE_SYNCHRONOUS"
 
 
@@ -48,7 +46,7 @@ class JournalApplication(Application[UUID]):
     """Sessions and the device registry in one notification log."""
 
     name = "ledgerclaw"
-    snapshotting_intervals = {Session: SNAPSHOT_INTERVAL, DeviceRegistry: SNAPSHOT_INTERVAL}  # noqa: RUF012 - the library reads this class attribute
+    is_snapshotting_enabled = True
     env = {  # noqa: RUF012 - the library reads this class attribute
         "PERSISTENCE_MODULE": get_topic(TunedSQLiteFactory),
         "TRANSCODER_TOPIC": get_topic(OrjsonTranscoder),

@@ -1,19 +1,26 @@
 """The journal facade that session actors and the CLI call; adapter layer.
 
-Every update reloads the aggregate, runs the command, and saves its events in one
+Every update takes the latest aggregate, runs the command, and saves its events in one
 transaction. If another process appended in between, the optimistic-concurrency check
-fails, nothing is written, and the command runs again on the fresh state, where a stale
+fails, nothing is written, and the command runs again on freshly loaded state, where a stale
 writer meets its typed error instead of losing an event.
+
+The last saved copy of each recently used stream is kept in memory and caught up with any
+newer events before the next command, so a command does not decode the stream again. A
+copy is kept only after a successful save: a refused or conflicting command drops it.
+Snapshots are taken from that in-memory copy, once per save that crosses an interval.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
@@ -21,13 +28,14 @@ from eventsourcing.persistence import IntegrityError, OperationalError
 
 from adapters.config import JournalSettings
 from adapters.errors import JournalBusyError, JournalConflictError, UnknownSessionError
-from adapters.journal.application import SYNCHRONOUS, JournalApplication
+from adapters.journal.application import SNAPSHOT_INTERVAL, SYNCHRONOUS, JournalApplication
 from adapters.journal.identity import prepare_journal_file
 from domain.base import Aggregate
 from domain.devices.aggregate import REGISTRY_ID, DeviceRegistry
 from domain.ids import SessionId
 from domain.session.aggregate import Session
-from domain.session.values import Audience, SessionKind
+from domain.session.events import MessageAppended
+from domain.session.values import Audience, ChatMessage, SessionKind
 
 T = TypeVar("T")
 A = TypeVar("A", bound=Aggregate)
@@ -35,6 +43,10 @@ A = TypeVar("A", bound=Aggregate)
 CONFLICT_TIMEOUT_SECONDS = 5.0
 """How long a command keeps retrying on a stream that other processes keep changing."""
 MAX_BACKOFF_SECONDS = 0.02
+WORKING_COPIES = 128
+"""How many streams keep their last saved aggregate in memory."""
+
+log = logging.getLogger(__name__)
 
 
 class EventJournal:
@@ -47,6 +59,7 @@ class EventJournal:
         self.conflict_timeout = conflict_timeout
         self._locks: dict[UUID, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        self._working: OrderedDict[UUID, Aggregate] = OrderedDict()
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -71,6 +84,11 @@ class EventJournal:
         """Run `command` on the latest session and store its events atomically."""
         return self._update(session_id.as_uuid(), lambda: self.session(session_id), command)
 
+    def transcript(self, session_id: SessionId, *, upto: int | None = None) -> list[ChatMessage]:
+        """The session's messages in order, from its first `upto` events if given."""
+        events = self.app.events.get(session_id.as_uuid(), lte=upto)
+        return [e.message for e in events if isinstance(e, MessageAppended)]
+
     # -- devices ---------------------------------------------------------------------------
 
     def devices(self) -> DeviceRegistry:
@@ -87,7 +105,8 @@ class EventJournal:
     # -- plumbing --------------------------------------------------------------------------
 
     def save(self, *aggregates: Aggregate) -> None:
-        """Store the pending events of `aggregates` in one transaction."""
+        """Store the pending events of `aggregates` in one transaction, then snapshot."""
+        first_versions = [a.version - len(a.pending_events) for a in aggregates]
         try:
             self.app.save(*aggregates)
         except IntegrityError:
@@ -95,6 +114,17 @@ class EventJournal:
         except OperationalError as error:
             msg = f"journal is busy or unwritable: {error}"
             raise JournalBusyError(msg) from None
+        for aggregate, first in zip(aggregates, first_versions, strict=True):
+            if aggregate.version // SNAPSHOT_INTERVAL > first // SNAPSHOT_INTERVAL:
+                self._snapshot(aggregate)
+
+    def _snapshot(self, aggregate: Aggregate) -> None:
+        # The events are committed; a snapshot is only a shortcut, so failing to store one
+        # must not turn a successful command into an error.
+        try:
+            self.app.snapshots.put([type(aggregate).Snapshot.take(aggregate)])  # type: ignore[union-attr]  # snapshots are always enabled
+        except (OperationalError, IntegrityError) as error:
+            log.warning("snapshot of %s at v%s skipped: %s", aggregate.id, aggregate.version, error)
 
     def stream_version(self, stream_id: UUID) -> int:
         """How many events the stream holds (0 if none)."""
@@ -120,8 +150,8 @@ class EventJournal:
         with self._lock_for(stream_id):
             deadline = time.monotonic() + self.conflict_timeout
             tries = 0
+            aggregate: A = self._checkout(stream_id, load)
             while True:
-                aggregate: A = load()
                 result = command(aggregate)
                 try:
                     self.save(aggregate)
@@ -133,10 +163,28 @@ class EventJournal:
                     # wins every race against a steady writer in another process.
                     pause = min(0.001 * 2**tries, MAX_BACKOFF_SECONDS)
                     time.sleep(random.uniform(0, pause))  # noqa: S311 - jitter, not secrecy
+                    aggregate = load()
                     continue
+                self._checkin(stream_id, aggregate)
                 return result
         msg = f"stream {stream_id.hex} kept changing; gave up after {tries} tries"
         raise JournalConflictError(msg)
+
+    def _checkout(self, stream_id: UUID, load: Callable[[], A]) -> A:
+        """The kept copy caught up with newer events, else a fresh load; never shared."""
+        with self._locks_guard:
+            kept = self._working.pop(stream_id, None)
+        if kept is None:
+            return load()
+        for event in self.app.events.get(stream_id, gt=kept.version):
+            cast("Aggregate.Event", event).mutate(kept)
+        return kept  # type: ignore[return-value]  # a stream always holds one aggregate type
+
+    def _checkin(self, stream_id: UUID, aggregate: Aggregate) -> None:
+        with self._locks_guard:
+            self._working[stream_id] = aggregate
+            while len(self._working) > WORKING_COPIES:
+                self._working.popitem(last=False)
 
     def _lock_for(self, stream_id: UUID) -> threading.Lock:
         with self._locks_guard:

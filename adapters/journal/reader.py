@@ -20,7 +20,7 @@ from adapters.journal.identity import check_journal_file
 from adapters.journal.mapper import upcast
 from domain.catalog import events_by_topic
 from domain.ids import SessionId
-from domain.session.events import SessionOpened
+from domain.session.events import MessageAppended, SessionOpened
 
 _HEX = frozenset("0123456789abcdef")
 _MIN_PREFIX = 4
@@ -164,6 +164,25 @@ class JournalReader:
             msg = f"no session {session_id} in the journal"
             raise UnknownSessionError(msg)
         return [self._entry(*row) for row in rows]
+
+    def transcript(self, session_id: SessionId, *, upto: int | None = None) -> list[dict[str, Any]]:
+        """The session's messages as stored (JSON objects), from its first `upto` events."""
+        if not self.exists:
+            return []
+        query = (
+            "SELECT state FROM stored_events WHERE originator_id = ? AND topic = ?"
+            " AND originator_version <= ? ORDER BY originator_version"
+        )
+        last = upto if upto is not None else 2**62
+        with self._connect() as conn:
+            rows = conn.execute(query, (session_id.hex, MessageAppended.TOPIC, last)).fetchall()
+        messages = []
+        for (raw,) in rows:
+            state = orjson.loads(raw)
+            if "class_version" in state or MessageAppended.class_version > 1:
+                upcast(MessageAppended, state)
+            messages.append(state["message"])
+        return messages
 
     def head(self, session_id: SessionId) -> int:
         """How many events the session's stream holds; UnknownSessionError if none."""

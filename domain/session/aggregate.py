@@ -60,7 +60,12 @@ _REJECTION_CATEGORY = {
 
 
 class SessionState(BaseModel):
-    """Everything a Session knows; replay and live state compare equal on it."""
+    """Everything a Session decides with; replay and live state compare equal on it.
+
+    The transcript itself is not part of it: the MessageAppended events are the durable
+    transcript, read back by `Journal.transcript`, so snapshots stay small however long
+    the conversation grows.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -73,7 +78,7 @@ class SessionState(BaseModel):
     writer: RunId | None
     runs: dict[RunId, RunState]
     attempts: dict[AttemptId, AttemptState]
-    messages: list[ChatMessage]
+    message_count: int
     working_context: WorkingContext
 
 
@@ -88,7 +93,7 @@ class SessionSnapshotState(SnapshotState):
     writer: RunId | None
     runs: dict[RunId, RunState]
     attempts: dict[AttemptId, AttemptState]
-    messages: list[ChatMessage]
+    message_count: int
     working_context: WorkingContext
 
 
@@ -121,7 +126,7 @@ class Session(Aggregate):
         self.writer: RunId | None = None
         self.runs: dict[RunId, RunState] = {}
         self.attempts: dict[AttemptId, AttemptState] = {}
-        self.messages: list[ChatMessage] = []
+        self.message_count = 0
         self.working_context = WorkingContext()
 
     # -- creation --------------------------------------------------------------------------
@@ -369,7 +374,7 @@ class Session(Aggregate):
             writer=self.writer,
             runs=dict(self.runs),
             attempts=dict(self.attempts),
-            messages=list(self.messages),
+            message_count=self.message_count,
             working_context=self.working_context,
         )
 
@@ -457,8 +462,8 @@ class Session(Aggregate):
         self.writer = event.run_id
 
     @apply_event.register
-    def _(self, event: MessageAppended) -> None:
-        self.messages.append(event.message)
+    def _(self, _event: MessageAppended) -> None:
+        self.message_count += 1
 
     @apply_event.register
     def _(self, event: AuthorizationAttemptStarted) -> None:

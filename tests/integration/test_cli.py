@@ -109,7 +109,9 @@ def test_replay_at_prints_the_state_after_n_events(sample: SessionId) -> None:
     result = json.loads(out)
     assert (11, 21) == (result["position"], result["head"])
     state = result["state"]
-    assert 3 == len(state["messages"])
+    assert 3 == state["message_count"]
+    assert ["user", "assistant", "tool"] == [m["role"] for m in result["transcript"]]
+    assert "call_read_1" == result["transcript"][2]["call_id"]
     assert ["/work/project/README.md"] == state["working_context"]["recent_files"]
     assert state["writer"] is not None
     final = json.loads(invoke("session", "replay", str(sample), "--at", "21", "--json")[1])

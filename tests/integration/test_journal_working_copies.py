@@ -1,0 +1,84 @@
+"""The journal's in-memory working copies: caught up from other writers, dropped on failure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from adapters.journal.journal import SqliteJournal
+from domain.ids import RunId, SessionId
+from domain.session.aggregate import Session
+from domain.session.errors import StaleWriterError
+from domain.session.values import Audience, ChatMessage, MessageRole, SessionKind
+
+
+def say(text: str) -> ChatMessage:
+    """A user message."""
+    return ChatMessage(role=MessageRole.USER, content=text)
+
+
+def open_shared(tmp_path: Path) -> tuple[SqliteJournal, SqliteJournal, SessionId, RunId]:
+    """Two journals on one file and a session with a writer run."""
+    first, second = SqliteJournal(tmp_path / "j.db"), SqliteJournal(tmp_path / "j.db")
+    session_id, run_id = SessionId.new(), RunId.new()
+    first.open_session(session_id, "k", SessionKind.MAIN, Audience.PERSONAL)
+
+    def start(session: Session) -> None:
+        session.start_run(run_id)
+        session.claim_writer(run_id)
+
+    first.update_session(session_id, start)
+    return first, second, session_id, run_id
+
+
+def test_a_kept_copy_catches_up_with_another_writers_events(tmp_path: Path) -> None:
+    """A command after another journal appended sees that append and lands after it."""
+    first, second, session_id, run_id = open_shared(tmp_path)
+    second.update_session(session_id, lambda s: s.append_message(run_id, say("from second")))
+
+    count = first.update_session(
+        session_id, lambda s: (s.append_message(run_id, say("from first")), s.message_count)[1]
+    )
+
+    assert 2 == count
+    assert 5 == first.session(session_id).version
+    assert first.session(session_id).state() == second.session(session_id).state()
+    first.close()
+    second.close()
+
+
+def test_a_refused_command_leaves_no_trace_in_the_kept_copy(tmp_path: Path) -> None:
+    """Events triggered by a command that then fails are neither stored nor remembered."""
+    first, second, session_id, run_id = open_shared(tmp_path)
+
+    def append_then_fail(session: Session) -> None:
+        session.append_message(run_id, say("half done"))
+        session.claim_writer(RunId.new())
+
+    with pytest.raises(Exception, match="never started"):
+        first.update_session(session_id, append_then_fail)
+    first.update_session(session_id, lambda s: s.append_message(run_id, say("whole")))
+
+    assert 4 == first.session(session_id).version
+    assert 1 == first.session(session_id).message_count
+    second.close()
+    first.close()
+
+
+def test_a_writer_superseded_elsewhere_is_stale_in_the_kept_copy(tmp_path: Path) -> None:
+    """A run superseded through another journal cannot append through this one's copy."""
+    first, second, session_id, run_id = open_shared(tmp_path)
+    newer = RunId.new()
+
+    def take_over(session: Session) -> None:
+        session.start_run(newer)
+        session.claim_writer(newer)
+
+    second.update_session(session_id, take_over)
+
+    with pytest.raises(StaleWriterError):
+        first.update_session(session_id, lambda s: s.append_message(run_id, say("late")))
+    assert 0 == first.session(session_id).message_count
+    first.close()
+    second.close()
