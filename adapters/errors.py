@@ -47,6 +47,10 @@ class UndecodableEventError(JournalError):
     """A stored event has an unknown topic or does not match its type."""
 
 
+class UnencodableEventError(JournalError):
+    """An event holds a value the journal cannot store exactly; nothing was written."""
+
+
 class UnknownSessionError(LedgerclawError):
     """No session matches the given id or prefix."""
 

@@ -10,6 +10,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
+from domain.text import check_text
+
 MAX_PATH_LENGTH = 4096
 
 
@@ -18,6 +20,7 @@ def check_canonical(value: str) -> str:
     if not value.startswith("/"):
         msg = f"path is not absolute: {value!r}"
         raise ValueError(msg)
+    check_text(value)
     if "\x00" in value or len(value) > MAX_PATH_LENGTH:
         msg = "path contains NUL or is too long"
         raise ValueError(msg)

@@ -15,7 +15,7 @@ from eventsourcing.persistence import Mapper, StoredEvent, Transcoder
 from eventsourcing.utils import get_topic
 from pydantic import ValidationError
 
-from adapters.errors import UndecodableEventError
+from adapters.errors import UndecodableEventError, UnencodableEventError
 from domain.base import DomainEvent
 from domain.catalog import AGGREGATES, SNAPSHOT_TYPES, events_by_topic
 
@@ -37,7 +37,11 @@ class OrjsonTranscoder(Transcoder):
 def upcast(event_type: type[DomainEvent], state: dict[str, Any]) -> dict[str, Any]:
     """Bring a stored state written at an older class version up to `event_type`'s."""
     version = state.pop(_CLASS_VERSION, 1)
-    while version < event_type.class_version:
+    target = event_type.class_version
+    if type(version) is not int or not 1 <= version <= target:
+        msg = f"{event_type.TOPIC} stored at class version {version!r}; this code reads 1..{target}"
+        raise UndecodableEventError(msg)
+    while version < target:
         getattr(event_type, f"upcast_v{version}_v{version + 1}")(state)
         version += 1
     return state
@@ -64,7 +68,11 @@ class CatalogMapper(Mapper[UUID]):
                 state[field] = self.journal_names[state[field]]
         if event_type.class_version > 1:
             state[_CLASS_VERSION] = event_type.class_version
-        data = self.transcoder.encode(state)
+        try:
+            data = self.transcoder.encode(state)
+        except orjson.JSONEncodeError as error:
+            msg = f"{event_type.__name__} cannot be stored: {error}"
+            raise UnencodableEventError(msg) from None
         if self.compressor:
             data = self.compressor.compress(data)
         if self.cipher:
@@ -90,6 +98,9 @@ class CatalogMapper(Mapper[UUID]):
             data = self.compressor.decompress(data)
         try:
             state = self.transcoder.decode(data)
+            if not isinstance(state, dict):
+                msg = f"event {where} ({stored_event.topic}) is not a JSON object"
+                raise UndecodableEventError(msg)
             upcast(event_type, state)
             for field in ("originator_topic", "topic"):
                 if field in state:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, ClassVar
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from domain.base import Aggregate
 from domain.ids import DeviceId
+from domain.text import check_text
 
-DisplayName = Annotated[str, Field(min_length=1, max_length=100)]
+DisplayName = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(check_text)]
 HexDigest = Annotated[str, Field(pattern=r"^[0-9a-f]{32,128}$")]
 
 

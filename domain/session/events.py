@@ -17,16 +17,15 @@ from domain.session.values import (
     Audience,
     ChatMessage,
     DenialCategory,
-    Detail,
     FileActivity,
     OutcomeCategory,
     PolicyDecision,
     RemediationCode,
     RunEndReason,
     SessionKind,
-    ShortText,
     ToolName,
 )
+from domain.text import Detail, ShortText
 
 
 class SessionEvent(Aggregate.Event):

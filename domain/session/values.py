@@ -5,17 +5,16 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Self
 
-from pydantic import Field, JsonValue, model_validator
+from pydantic import Field, model_validator
 
 from domain.base import Value
 from domain.ids import AttemptId, CallId, RunId, SpillId
 from domain.paths import CanonicalPath
+from domain.text import JsonArguments, ShortText, Text
 
 RECENT_FILES_LIMIT = 20
 """How many recently used files the working context keeps."""
 
-ShortText = Annotated[str, Field(min_length=1, max_length=200)]
-Detail = Annotated[str, Field(max_length=2000)]
 ToolName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.\-/]{1,128}$")]
 
 
@@ -48,14 +47,14 @@ class ToolCallRequest(Value):
 
     call_id: CallId
     name: ToolName
-    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+    arguments: JsonArguments = Field(default_factory=dict)
 
 
 class ChatMessage(Value):
     """One durable transcript message."""
 
     role: MessageRole
-    content: str = ""
+    content: Text = ""
     tool_calls: tuple[ToolCallRequest, ...] = ()
     call_id: CallId | None = None
     """For a tool message: the call it answers."""
