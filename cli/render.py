@@ -16,7 +16,7 @@ from rich.text import Text
 
 from adapters.doctor import DoctorReport
 from adapters.journal.reader import SessionSummary, TimelineEntry
-from domain.session.aggregate import SessionState
+from domain.session.state import SessionState
 
 out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)

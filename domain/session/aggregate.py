@@ -8,12 +8,9 @@ stores all of them in one transaction or none.
 from __future__ import annotations
 
 from functools import singledispatchmethod
-from typing import ClassVar
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict
-
-from domain.base import Aggregate, AggregateSnapshot, DomainEvent, SnapshotState
+from domain.base import Aggregate, DomainEvent
 from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.session import errors
 from domain.session.events import (
@@ -33,6 +30,7 @@ from domain.session.events import (
     WorkingContextChanged,
     WriterClaimed,
 )
+from domain.session.state import SessionSnapshot, SessionState
 from domain.session.values import (
     ApprovalMode,
     ApprovalScope,
@@ -57,52 +55,6 @@ _REJECTION_CATEGORY = {
     ApprovalVerdict.REJECTED: DenialCategory.APPROVAL_REJECTED,
     ApprovalVerdict.EXPIRED: DenialCategory.APPROVAL_EXPIRED,
 }
-
-
-class SessionState(BaseModel):
-    """Everything a Session decides with; replay and live state compare equal on it.
-
-    The transcript itself is not part of it: the MessageAppended events are the durable
-    transcript, read back by `Journal.transcript`, so snapshots stay small however long
-    the conversation grows.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    session_id: SessionId
-    session_key: str
-    kind: SessionKind
-    audience: Audience
-    parent_session_id: SessionId | None
-    storage: StorageBinding | None
-    writer: RunId | None
-    runs: dict[RunId, RunState]
-    attempts: dict[AttemptId, AttemptState]
-    message_count: int
-    working_context: WorkingContext
-
-
-class SessionSnapshotState(SnapshotState):
-    """The typed state a Session snapshot stores."""
-
-    session_key: str
-    kind: SessionKind
-    audience: Audience
-    parent_session_id: SessionId | None
-    storage: StorageBinding | None
-    writer: RunId | None
-    runs: dict[RunId, RunState]
-    attempts: dict[AttemptId, AttemptState]
-    message_count: int
-    working_context: WorkingContext
-
-
-class SessionSnapshot(AggregateSnapshot):
-    """A Session at one version."""
-
-    TOPIC: ClassVar[str] = "ledgerclaw.session.snapshot"
-
-    state: SessionSnapshotState
 
 
 class Session(Aggregate):

@@ -1,0 +1,64 @@
+"""The state a Session decides with, and its snapshot; domain layer."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from domain.base import AggregateSnapshot, SnapshotState
+from domain.ids import AttemptId, RunId, SessionId
+from domain.session.values import (
+    AttemptState,
+    Audience,
+    RunState,
+    SessionKind,
+    StorageBinding,
+    WorkingContext,
+)
+
+
+class SessionState(BaseModel):
+    """Everything a Session decides with; replay and live state compare equal on it.
+
+    The transcript itself is not part of it: the MessageAppended events are the durable
+    transcript, read back by `Journal.transcript`, so snapshots stay small however long
+    the conversation grows.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    session_id: SessionId
+    session_key: str
+    kind: SessionKind
+    audience: Audience
+    parent_session_id: SessionId | None
+    storage: StorageBinding | None
+    writer: RunId | None
+    runs: dict[RunId, RunState]
+    attempts: dict[AttemptId, AttemptState]
+    message_count: int
+    working_context: WorkingContext
+
+
+class SessionSnapshotState(SnapshotState):
+    """The typed state a Session snapshot stores."""
+
+    session_key: str
+    kind: SessionKind
+    audience: Audience
+    parent_session_id: SessionId | None
+    storage: StorageBinding | None
+    writer: RunId | None
+    runs: dict[RunId, RunState]
+    attempts: dict[AttemptId, AttemptState]
+    message_count: int
+    working_context: WorkingContext
+
+
+class SessionSnapshot(AggregateSnapshot):
+    """A Session at one version."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.snapshot"
+
+    state: SessionSnapshotState
