@@ -18,7 +18,22 @@ from domain.session.values import (
 )
 
 
-class SessionState(BaseModel):
+class SessionFields(BaseModel):
+    """The attributes of a Session, shared by its state view and its snapshot."""
+
+    session_key: str
+    kind: SessionKind
+    audience: Audience
+    parent_session_id: SessionId | None
+    storage: StorageBinding | None
+    writer: RunId | None
+    runs: dict[RunId, RunState]
+    attempts: dict[AttemptId, AttemptState]
+    message_count: int
+    working_context: WorkingContext
+
+
+class SessionState(SessionFields):
     """Everything a Session decides with; replay and live state compare equal on it.
 
     The transcript itself is not part of it: the MessageAppended events are the durable
@@ -29,31 +44,10 @@ class SessionState(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     session_id: SessionId
-    session_key: str
-    kind: SessionKind
-    audience: Audience
-    parent_session_id: SessionId | None
-    storage: StorageBinding | None
-    writer: RunId | None
-    runs: dict[RunId, RunState]
-    attempts: dict[AttemptId, AttemptState]
-    message_count: int
-    working_context: WorkingContext
 
 
-class SessionSnapshotState(SnapshotState):
+class SessionSnapshotState(SnapshotState, SessionFields):
     """The typed state a Session snapshot stores."""
-
-    session_key: str
-    kind: SessionKind
-    audience: Audience
-    parent_session_id: SessionId | None
-    storage: StorageBinding | None
-    writer: RunId | None
-    runs: dict[RunId, RunState]
-    attempts: dict[AttemptId, AttemptState]
-    message_count: int
-    working_context: WorkingContext
 
 
 class SessionSnapshot(AggregateSnapshot):
