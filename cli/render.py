@@ -22,6 +22,8 @@ out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)
 
 MESSAGE_PREVIEW = 120
+TRANSCRIPT_TAIL = 50
+"""How many of the latest messages the human state view shows."""
 
 
 def emit_json(value: Any) -> None:  # noqa: ANN401 - any JSON-ready value
@@ -74,8 +76,15 @@ def _clock(stamp: str) -> str:
     return stamp[11:23]
 
 
+def _one_line(text: str) -> str:
+    """`text`, JSON-quoted if it holds a character (a newline, say) that would break the line."""
+    if not text.isprintable():
+        return orjson.dumps(text).decode()
+    return text
+
+
 def _fields(fields: dict[str, Any]) -> str:
-    return "  ".join(f"{key}={short_id(value)}" for key, value in fields.items())
+    return "  ".join(f"{key}={_one_line(short_id(value))}" for key, value in fields.items())
 
 
 def session_list(sessions: Sequence[SessionSummary]) -> None:
@@ -104,23 +113,27 @@ def session_list(sessions: Sequence[SessionSummary]) -> None:
 
 
 def timeline(session_id: str, entries: Sequence[TimelineEntry]) -> None:
-    """A session's events, one line each."""
+    """A session's events, exactly one line each, in aligned columns.
+
+    Plain lines rather than a table: a long session prints in a blink, and every event
+    stays on its own line for grep and less.
+    """
     span = f"{entries[0].recorded_at[:10]} .. {entries[-1].recorded_at[:10]}" if entries else ""
-    table = Table(title=f"{session_id}: {len(entries)} events, {span} UTC", title_justify="left")
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("log", justify="right", style="dim", no_wrap=True)
-    table.add_column("time", no_wrap=True)
-    table.add_column("event", style="bold", no_wrap=True)
-    table.add_column("fields", overflow="fold")
-    for e in entries:
-        table.add_row(
-            str(e.position),
-            str(e.log_position),
-            _clock(e.recorded_at),
-            e.event.partition(".")[2] or e.event,
-            _fields(e.fields),
-        )
-    out.print(table)
+    out.print(f"[bold]{session_id}[/bold]: {len(entries)} events, {span} UTC")
+    names = [e.event.partition(".")[2] or e.event for e in entries]
+    pos_width = max(len("#"), *(len(str(e.position)) for e in entries))
+    log_width = max(len("log"), *(len(str(e.log_position)) for e in entries))
+    name_width = max(len("event"), *(len(name) for name in names))
+    header = (
+        f"{'#':>{pos_width}}  {'log':>{log_width}}  {'time':<12}  {'event':<{name_width}}  fields"
+    )
+    out.print(header, style="bold", soft_wrap=True)
+    lines = [
+        f"{e.position:>{pos_width}}  {e.log_position:>{log_width}}  {_clock(e.recorded_at):<12}  "
+        f"{name:<{name_width}}  {_fields(e.fields)}".rstrip()
+        for e, name in zip(entries, names, strict=True)
+    ]
+    out.file.write("\n".join(lines) + "\n")
 
 
 def _state_summary(state: SessionState) -> Table:
@@ -176,11 +189,15 @@ def _attempts(state: SessionState) -> Table:
 
 
 def _transcript(messages: Sequence[dict[str, Any]]) -> Table:
-    transcript = Table(title="transcript", title_justify="left")
+    shown = messages[-TRANSCRIPT_TAIL:]
+    skipped = len(messages) - len(shown)
+    if skipped:
+        out.print(f"transcript: last {len(shown)} of {len(messages)} messages (--json has all)")
+    transcript = Table(title=None if skipped else "transcript", title_justify="left")
     transcript.add_column("#", justify="right")
     transcript.add_column("role")
     transcript.add_column("content", overflow="fold")
-    for index, message in enumerate(messages, start=1):
+    for index, message in enumerate(shown, start=skipped + 1):
         content = str(message.get("content", ""))
         if len(content) > MESSAGE_PREVIEW:
             content = content[:MESSAGE_PREVIEW] + "…"

@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 from adapters.journal.identity import SCHEMA_VERSION
 from adapters.journal.journal import SqliteJournal
 from cli.app import app
-from domain.ids import SessionId
-from domain.session.values import Audience, SessionKind
+from domain.ids import RunId, SessionId
+from domain.session.aggregate import Session
+from domain.session.values import Audience, ChatMessage, MessageRole, SessionKind
 from tests.builders import write_sample_session
 
 runner = CliRunner()
@@ -310,3 +311,50 @@ def test_the_cli_does_not_import_mcp() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert "False" == result.stdout.strip()
+
+
+def test_a_long_timeline_prints_exactly_one_line_per_event(home: Path) -> None:
+    """Each event is one line, even when a key field holds a newline."""
+    journal = make_journal(home)
+    session_id = SessionId.new()
+    journal.open_session(session_id, "line one\nline two", SessionKind.MAIN, Audience.PUBLIC)
+    run = RunId.new()
+    journal.update_session(session_id, lambda s: (s.start_run(run), s.claim_writer(run)))
+    for index in range(300):
+        journal.update_session(
+            session_id,
+            lambda s, i=index: s.append_message(
+                run, ChatMessage(role=MessageRole.USER, content=str(i))
+            ),
+        )
+    journal.close()
+    code, out, _ = invoke("session", "replay", str(session_id))
+    assert 0 == code
+    lines = out.splitlines()
+    assert 2 + 303 == len(lines)
+    assert 'session_key="line one\\nline two"' in lines[2]
+    assert lines[-1].split()[:2] == ["303", "303"]
+
+
+def test_the_state_view_shows_the_latest_messages_of_a_long_transcript(home: Path) -> None:
+    """The human state view ends with the newest messages and says how many it left out."""
+    journal = make_journal(home)
+    session_id = SessionId.new()
+    journal.open_session(session_id, "k", SessionKind.MAIN, Audience.PUBLIC)
+    run = RunId.new()
+
+    def chat(session: Session) -> None:
+        session.start_run(run)
+        session.claim_writer(run)
+        for index in range(120):
+            session.append_message(run, ChatMessage(role=MessageRole.USER, content=f"m{index}"))
+
+    journal.update_session(session_id, chat)
+    journal.close()
+    code, out, _ = invoke("session", "replay", str(session_id), "--at", "123")
+    assert 0 == code
+    assert "last 50 of 120" in out
+    assert "m119" in out
+    assert "m69 " not in out
+    result = json.loads(invoke("session", "replay", str(session_id), "--at", "123", "--json")[1])
+    assert 120 == len(result["transcript"])
