@@ -12,6 +12,8 @@ from domain.ids import AttemptId, CallId, RunId, SpillId
 from domain.paths import CanonicalPath
 from domain.text import JsonArguments, ShortText, Text
 
+LAYOUT_VERSION_MAX = 1_000_000
+"""Storage layout versions are small integers; anything larger is a mistake."""
 RECENT_FILES_LIMIT = 20
 """How many recently used files the working context keeps."""
 
@@ -202,7 +204,7 @@ class ToolReceipt(Value):
 class StorageBinding(Value):
     """The durable layout version and envelope root of a session; bound at most once."""
 
-    layout_version: int = Field(ge=1)
+    layout_version: int = Field(ge=1, le=LAYOUT_VERSION_MAX)
     envelope_root: CanonicalPath
 
 
