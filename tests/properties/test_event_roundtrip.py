@@ -199,7 +199,7 @@ def test_state_missing_its_timestamp_raises_undecodable_event_error(event: Domai
     event=strategies.any_event(),
     class_version=st.integers(strategies.INT64_MIN, 0)
     | st.text()
-    | st.lists(st.integers(), max_size=2),
+    | st.lists(st.integers(strategies.INT64_MIN, strategies.UINT64_MAX), max_size=2),
 )
 def test_state_with_an_impossible_class_version_raises_undecodable_event_error(
     event: DomainEvent, class_version: int | str | list[int]
