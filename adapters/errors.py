@@ -51,6 +51,10 @@ class UnencodableEventError(JournalError):
     """An event holds a value the journal cannot store exactly; nothing was written."""
 
 
+class SessionExistsError(JournalError):
+    """A session with this id is already in the journal; nothing was written."""
+
+
 class UnknownSessionError(LedgerclawError):
     """No session matches the given id or prefix."""
 

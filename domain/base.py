@@ -96,4 +96,5 @@ class Aggregate(LibraryAggregate):
 
     def apply_event(self, event: DomainEvent) -> None:
         """Change state for `event`; every state change of an aggregate happens here."""
-        raise NotImplementedError
+        msg = f"{type(self).__name__} cannot apply {type(event).__name__}"
+        raise TypeError(msg)

@@ -27,7 +27,12 @@ from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError, OperationalError
 
 from adapters.config import JournalSettings
-from adapters.errors import JournalBusyError, JournalConflictError, UnknownSessionError
+from adapters.errors import (
+    JournalBusyError,
+    JournalConflictError,
+    SessionExistsError,
+    UnknownSessionError,
+)
 from adapters.journal.application import SNAPSHOT_INTERVAL, SYNCHRONOUS, JournalApplication
 from adapters.journal.identity import prepare_journal_file
 from domain.base import Aggregate
@@ -71,9 +76,13 @@ class EventJournal:
         audience: Audience,
         parent_session_id: SessionId | None = None,
     ) -> Session:
-        """Open and store a new session stream; a reused id is refused by the store."""
+        """Open and store a new session stream; a reused id is a SessionExistsError."""
         session = Session.open(session_id, session_key, kind, audience, parent_session_id)
-        self.save(session)
+        try:
+            self.save(session)
+        except IntegrityError:
+            msg = f"session {session_id} already exists"
+            raise SessionExistsError(msg) from None
         return session
 
     def session(self, session_id: SessionId, *, version: int | None = None) -> Session:

@@ -9,9 +9,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from eventsourcing.persistence import IntegrityError
 
-from adapters.errors import UnknownSessionError
+from adapters.errors import SessionExistsError, UnknownSessionError
 from domain.devices.aggregate import REGISTRY_ID, DeviceRegistry
 from domain.devices.errors import DeviceRevokedError, WeakSecretError
 from domain.ids import AttemptId, CallId, DeviceId, RunId, SessionId
@@ -300,7 +299,7 @@ def test_reusing_a_session_id_is_refused_and_changes_nothing(journal):
     session_id, _ = open_with_writer(journal)
     before = journal.session(session_id).state()
 
-    with pytest.raises(IntegrityError):
+    with pytest.raises(SessionExistsError):
         journal.open_session(session_id, "other", SessionKind.MAIN, Audience.PUBLIC)
 
     after = journal.session(session_id)
