@@ -18,7 +18,6 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from eventsourcing.persistence import IntegrityError
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     MultipleResults,
@@ -30,6 +29,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from adapters.errors import SessionExistsError
 from adapters.journal.journal import EventJournal, SqliteJournal
 from domain.errors import DomainError
 from domain.ids import RunId, SessionId
@@ -199,7 +199,7 @@ class SessionMachine(AttemptRulesMixin, RuleBasedStateMachine):
             with pytest.raises(errors.InvalidSessionLinkError):
                 self.journal.open_session(session_id, key, kind, audience, parent)
         elif session_id in self.model:
-            with pytest.raises(IntegrityError):
+            with pytest.raises(SessionExistsError):
                 self.journal.open_session(session_id, key, kind, audience, parent)
         else:
             self.live[session_id] = self.journal.open_session(
