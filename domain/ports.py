@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from typing import Protocol, TypeVar
 
 from domain.devices.aggregate import DeviceRegistry
@@ -12,14 +11,6 @@ from domain.session.aggregate import Session
 from domain.session.values import Audience, ChatMessage, SessionKind
 
 T = TypeVar("T")
-
-
-class Clock(Protocol):
-    """Tells the time; replaced by a fixed clock in tests."""
-
-    def now(self) -> datetime:
-        """The current time, timezone-aware."""
-        ...
 
 
 class Journal(Protocol):

@@ -118,8 +118,6 @@ class EventJournal:
         first_versions = [a.version - len(a.pending_events) for a in aggregates]
         try:
             self.app.save(*aggregates)
-        except IntegrityError:
-            raise
         except OperationalError as error:
             msg = f"journal is busy or unwritable: {error}"
             raise JournalBusyError(msg) from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from functools import singledispatchmethod
 from typing import ClassVar
-from uuid import NAMESPACE_URL, UUID, uuid5
+from uuid import NAMESPACE_URL, uuid5
 
 from pydantic import BaseModel, ConfigDict
 
@@ -154,8 +154,3 @@ class DeviceRegistry(Aggregate):
     def _(self, event: DeviceRevoked) -> None:
         record = self.devices[event.device_id]
         self.devices[event.device_id] = record.model_copy(update={"revoked_at": event.revoked_at})
-
-
-def registry_stream_id() -> UUID:
-    """The journal stream that holds the home's device registry."""
-    return REGISTRY_ID

@@ -8,7 +8,6 @@ stores all of them in one transaction or none.
 from __future__ import annotations
 
 from functools import singledispatchmethod
-from uuid import UUID
 
 from domain.base import Aggregate, DomainEvent
 from domain.ids import AttemptId, CallId, RunId, SessionId
@@ -479,8 +478,3 @@ class Session(Aggregate):
 
     def _end_attempt(self, attempt_id: AttemptId, end: AttemptEnd, **changes: object) -> None:
         self._update_attempt(attempt_id, status=AttemptStatus.ENDED, end=end, **changes)
-
-
-def session_stream_id(session_id: SessionId) -> UUID:
-    """The journal stream that holds `session_id`."""
-    return session_id.as_uuid()

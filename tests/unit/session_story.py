@@ -1,13 +1,9 @@
-"""Given-when-then helpers and fixed ids for Session story tests; unit tests of the domain.
-
-A story starts from events (made by `history` or by hand), replays them into a fresh
-Session, runs one command and returns only the events that command triggered.
-"""
+"""Fixed ids and the Session story (given events, when a command, then events); unit tests."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 from uuid import UUID
 
 import pytest
@@ -28,6 +24,7 @@ from domain.session.values import (
     SessionKind,
     ToolReceipt,
 )
+from tests.story import Story
 
 SESSION = SessionId.from_uuid(UUID(int=1))
 PARENT = SessionId.from_uuid(UUID(int=2))
@@ -43,45 +40,14 @@ SUCCESS = ToolReceipt(outcome=OutcomeCategory.SUCCESS)
 
 Command = Callable[[Session], object]
 AttemptCommand = Callable[[Session, RunId, AttemptId], object]
-E = TypeVar("E", bound=Exception)
 
 
-def drain(session: Session) -> list[Any]:
-    """The events `session` triggered since it was built or last drained."""
-    return list(session.collect_events())
-
-
-def history(*commands: Command) -> list[Any]:
-    """The events of a main session opened and then given `commands`."""
-    session = Session.open(SESSION, "main", SessionKind.MAIN, Audience.PERSONAL)
-    for command in commands:
-        command(session)
-    return drain(session)
-
-
-def replay(events: Sequence[Any]) -> Session:
-    """The session rebuilt from `events` alone."""
-    aggregate = None
-    for event in events:
-        aggregate = event.mutate(aggregate)
-    assert isinstance(aggregate, Session)
-    return aggregate
-
-
-def when(given: Sequence[Any], command: Command) -> list[Any]:
-    """The events `command` triggers on the session rebuilt from `given`."""
-    session = replay(given)
-    command(session)
-    return drain(session)
-
-
-def refused(given: Sequence[Any], command: Command, error: type[E]) -> E:
-    """The typed error `command` raises on the session rebuilt from `given`; nothing is emitted."""
-    session = replay(given)
-    with pytest.raises(error) as info:
-        command(session)
-    assert [] == drain(session)
-    return info.value
+_STORY = Story(Session, lambda: Session.open(SESSION, "main", SessionKind.MAIN, Audience.PERSONAL))
+drain = _STORY.drain
+history = _STORY.history
+replay = _STORY.replay
+when = _STORY.when
+refused = _STORY.refused
 
 
 def kinds(events: Sequence[Any]) -> list[type[Any]]:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
 from uuid import UUID
 
 import pytest
@@ -19,6 +18,7 @@ from domain.devices.events import (
     DeviceSeen,
 )
 from domain.ids import DeviceId
+from tests.story import Story
 
 PHONE = DeviceId.from_uuid(UUID(int=1))
 LAPTOP = DeviceId.from_uuid(UUID(int=2))
@@ -31,45 +31,14 @@ PAIRED_AT = datetime(2026, 1, 1, tzinfo=UTC)
 LATER = PAIRED_AT + timedelta(hours=1)
 
 Command = Callable[[DeviceRegistry], object]
-E = TypeVar("E", bound=Exception)
 
 
-def drain(registry: DeviceRegistry) -> list[Any]:
-    """The events `registry` triggered since it was built or last drained."""
-    return list(registry.collect_events())
-
-
-def history(*commands: Command) -> list[Any]:
-    """The events of a new registry given `commands`."""
-    registry = DeviceRegistry.create()
-    for command in commands:
-        command(registry)
-    return drain(registry)
-
-
-def replay(events: Sequence[Any]) -> DeviceRegistry:
-    """The registry rebuilt from `events` alone."""
-    aggregate = None
-    for event in events:
-        aggregate = event.mutate(aggregate)
-    assert isinstance(aggregate, DeviceRegistry)
-    return aggregate
-
-
-def when(given: Sequence[Any], command: Command) -> list[Any]:
-    """The events `command` triggers on the registry rebuilt from `given`."""
-    registry = replay(given)
-    command(registry)
-    return drain(registry)
-
-
-def refused(given: Sequence[Any], command: Command, error: type[E]) -> E:
-    """The typed error `command` raises on the registry rebuilt from `given`; nothing is emitted."""
-    registry = replay(given)
-    with pytest.raises(error) as info:
-        command(registry)
-    assert [] == drain(registry)
-    return info.value
+_STORY = Story(DeviceRegistry, DeviceRegistry.create)
+drain = _STORY.drain
+history = _STORY.history
+replay = _STORY.replay
+when = _STORY.when
+refused = _STORY.refused
 
 
 def paired(device_id: DeviceId = PHONE, secret: str = SECRET, salt: bytes = SALT) -> Command:
