@@ -60,4 +60,6 @@ def _check_arguments(value: dict[str, JsonValue]) -> dict[str, JsonValue]:
 Text = Annotated[str, AfterValidator(check_text)]
 ShortText = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(check_text)]
 Detail = Annotated[str, Field(max_length=2000), AfterValidator(check_text)]
+GrantKey = Annotated[str, Field(max_length=2000), AfterValidator(check_text)]
+"""What a standing approval covers; empty when a request can only be approved once."""
 JsonArguments = Annotated[dict[str, JsonValue], AfterValidator(_check_arguments)]

@@ -34,6 +34,7 @@ from domain.session.events import (
     SessionOpened,
     StorageBound,
     ToolReceiptRecorded,
+    ToolSchemaLoaded,
     WorkingContextChanged,
     WriterClaimed,
 )
@@ -327,6 +328,7 @@ EVENT_STRATEGIES: dict[type[DomainEvent], st.SearchStrategy[Any]] = {
         attempt_id=attempt_ids(),
         summary=details(),
         mode=st.sampled_from(ApprovalMode),
+        grant_key=details(),
     ),
     ApprovalDecided: _event(
         ApprovalDecided,
@@ -335,6 +337,7 @@ EVENT_STRATEGIES: dict[type[DomainEvent], st.SearchStrategy[Any]] = {
         verdict=st.sampled_from(ApprovalVerdict),
         scope=st.sampled_from(ApprovalScope),
         decided_by=short_texts(),
+        directory=st.none() | canonical_paths(),
     ),
     CorrectionIssued: _event(
         CorrectionIssued,
@@ -363,6 +366,7 @@ EVENT_STRATEGIES: dict[type[DomainEvent], st.SearchStrategy[Any]] = {
         project_directory=st.none() | canonical_paths(),
         recent_files=st.lists(canonical_paths(), max_size=RECENT_FILES_LIMIT).map(tuple),
     ),
+    ToolSchemaLoaded: _event(ToolSchemaLoaded, run_id=run_ids(), tool_name=tool_names()),
     RunEnded: _event(RunEnded, run_id=run_ids(), reason=st.sampled_from(RunEndReason)),
     DeviceRegistryCreated: _created(DeviceRegistryCreated, _REGISTRY_TOPIC),
     DevicePaired: _event(

@@ -26,11 +26,14 @@ from domain.session.events import (
     SessionOpened,
     StorageBound,
     ToolReceiptRecorded,
+    ToolSchemaLoaded,
     WorkingContextChanged,
     WriterClaimed,
 )
 from domain.session.state import SessionSnapshot, SessionState
 from domain.session.values import (
+    NOT_RUN_OUTCOMES,
+    ApprovalGrant,
     ApprovalMode,
     ApprovalScope,
     ApprovalVerdict,
@@ -79,6 +82,8 @@ class Session(Aggregate):
         self.attempts: dict[AttemptId, AttemptState] = {}
         self.message_count = 0
         self.working_context = WorkingContext()
+        self.approval_grants: tuple[ApprovalGrant, ...] = ()
+        self.loaded_tools: frozenset[str] = frozenset()
 
     # -- creation --------------------------------------------------------------------------
 
@@ -222,7 +227,12 @@ class Session(Aggregate):
             )
 
     def request_approval(
-        self, run_id: RunId, attempt_id: AttemptId, summary: str, mode: ApprovalMode
+        self,
+        run_id: RunId,
+        attempt_id: AttemptId,
+        summary: str,
+        mode: ApprovalMode,
+        grant_key: str = "",
     ) -> None:
         """Ask an operator; the attempt stays open until the decision."""
         attempt = self._open_attempt(run_id, attempt_id)
@@ -230,7 +240,12 @@ class Session(Aggregate):
             msg = f"attempt {attempt_id} does not need approval (status {attempt.status})"
             raise errors.ApprovalNotRequiredError(msg)
         self.trigger_event(
-            ApprovalRequested, run_id=run_id, attempt_id=attempt_id, summary=summary, mode=mode
+            ApprovalRequested,
+            run_id=run_id,
+            attempt_id=attempt_id,
+            summary=summary,
+            mode=mode,
+            grant_key=grant_key,
         )
 
     def decide_approval(
@@ -239,12 +254,23 @@ class Session(Aggregate):
         verdict: ApprovalVerdict,
         decided_by: str,
         scope: ApprovalScope = ApprovalScope.ONCE,
+        directory: str | None = None,
     ) -> None:
-        """Record the operator's answer; a rejection or expiry also denies the attempt."""
+        """Record the operator's answer; a rejection or expiry also denies the attempt.
+
+        A directory-scoped answer names its directory, and only a request with a grant key
+        can be approved beyond this one call.
+        """
         attempt = self.attempts.get(attempt_id)
         if attempt is None or attempt.status is not AttemptStatus.APPROVAL_PENDING:
             msg = f"attempt {attempt_id} has no pending approval request"
             raise errors.ApprovalNotPendingError(msg)
+        if (scope is ApprovalScope.DIRECTORY) != (directory is not None):
+            msg = "a directory-scoped approval, and only it, names a directory"
+            raise errors.InvalidApprovalScopeError(msg)
+        if scope is not ApprovalScope.ONCE and not attempt.grant_key:
+            msg = f"attempt {attempt_id} can only be approved once"
+            raise errors.InvalidApprovalScopeError(msg)
         self.trigger_event(
             ApprovalDecided,
             run_id=attempt.run_id,
@@ -252,6 +278,7 @@ class Session(Aggregate):
             verdict=verdict,
             scope=scope,
             decided_by=decided_by,
+            directory=directory,
         )
         if verdict is not ApprovalVerdict.APPROVED:
             self.trigger_event(
@@ -285,15 +312,21 @@ class Session(Aggregate):
         )
 
     def record_receipt(self, run_id: RunId, attempt_id: AttemptId, receipt: ToolReceipt) -> None:
-        """Record an allowed attempt's receipt and, if it has a state effect, the new context."""
+        """Record an attempt's receipt and, if it has a state effect, the new context.
+
+        Only an allowed attempt can have run its tool; before the allow decision a receipt
+        says the tool did not run (invalid input, cancelled). A subagent keeps its working
+        context for the run only, so its stream records no context change.
+        """
         attempt = self._open_attempt(run_id, attempt_id)
-        if attempt.status is not AttemptStatus.ALLOWED:
+        ran = attempt.status is AttemptStatus.ALLOWED
+        if not ran and receipt.outcome not in NOT_RUN_OUTCOMES:
             msg = f"attempt {attempt_id} has no allow decision (status {attempt.status})"
             raise errors.ReceiptWithoutAllowError(msg)
         self.trigger_event(
             ToolReceiptRecorded, run_id=run_id, attempt_id=attempt_id, **dict(receipt)
         )
-        if receipt.has_state_effect:
+        if receipt.has_state_effect and self.kind is SessionKind.MAIN:
             context = self.working_context.after(receipt)
             if context != self.working_context:
                 self.trigger_event(WorkingContextChanged, run_id=run_id, **dict(context))
@@ -311,6 +344,12 @@ class Session(Aggregate):
             AttemptOutcomeMarkedUnknown, run_id=attempt.run_id, attempt_id=attempt_id, reason=reason
         )
 
+    def load_tool_schema(self, run_id: RunId, tool_name: str) -> None:
+        """Make a deferred tool's schema visible to later requests; it grants no authority."""
+        self._require_writer(run_id)
+        if tool_name not in self.loaded_tools:
+            self.trigger_event(ToolSchemaLoaded, run_id=run_id, tool_name=tool_name)
+
     # -- queries ---------------------------------------------------------------------------
 
     def state(self) -> SessionState:
@@ -327,6 +366,8 @@ class Session(Aggregate):
             attempts=dict(self.attempts),
             message_count=self.message_count,
             working_context=self.working_context,
+            approval_grants=self.approval_grants,
+            loaded_tools=self.loaded_tools,
         )
 
     def open_attempts(self) -> list[AttemptState]:
@@ -436,13 +477,20 @@ class Session(Aggregate):
 
     @apply_event.register
     def _(self, event: ApprovalRequested) -> None:
-        self._update_attempt(event.attempt_id, status=AttemptStatus.APPROVAL_PENDING)
+        self._update_attempt(
+            event.attempt_id, status=AttemptStatus.APPROVAL_PENDING, grant_key=event.grant_key
+        )
 
     @apply_event.register
     def _(self, event: ApprovalDecided) -> None:
         approved = event.verdict is ApprovalVerdict.APPROVED
         status = AttemptStatus.ALLOWED if approved else AttemptStatus.APPROVAL_PENDING
         self._update_attempt(event.attempt_id, status=status)
+        if approved and event.scope is not ApprovalScope.ONCE:
+            key = self.attempts[event.attempt_id].grant_key
+            grant = ApprovalGrant(key=key, directory=event.directory)
+            if grant not in self.approval_grants:
+                self.approval_grants = (*self.approval_grants, grant)
 
     @apply_event.register
     def _(self, event: CorrectionIssued) -> None:
@@ -454,7 +502,9 @@ class Session(Aggregate):
 
     @apply_event.register
     def _(self, event: ToolReceiptRecorded) -> None:
-        self._end_attempt(event.attempt_id, AttemptEnd.RECEIPT, outcome=event.outcome)
+        self._end_attempt(
+            event.attempt_id, AttemptEnd.RECEIPT, outcome=event.outcome, spill_id=event.spill_id
+        )
 
     @apply_event.register
     def _(self, event: AttemptOutcomeMarkedUnknown) -> None:
@@ -465,6 +515,10 @@ class Session(Aggregate):
         self.working_context = WorkingContext(
             project_directory=event.project_directory, recent_files=event.recent_files
         )
+
+    @apply_event.register
+    def _(self, event: ToolSchemaLoaded) -> None:
+        self.loaded_tools = self.loaded_tools | {event.tool_name}
 
     @apply_event.register
     def _(self, event: RunEnded) -> None:

@@ -76,3 +76,7 @@ class ReceiptWithoutAllowError(SessionError):
 
 class DenialCategoryMissingError(SessionError):
     """A deny decision must say which category denied the attempt."""
+
+
+class InvalidApprovalScopeError(SessionError):
+    """An approval's scope does not fit the request (a directory missing or unexpected)."""

@@ -25,7 +25,7 @@ from domain.session.values import (
     SessionKind,
     ToolName,
 )
-from domain.text import Detail, ShortText
+from domain.text import Detail, GrantKey, ShortText
 
 
 class SessionEvent(Aggregate.Event):
@@ -120,6 +120,8 @@ class ApprovalRequested(SessionEvent):
     attempt_id: AttemptId
     summary: Detail
     mode: ApprovalMode
+    grant_key: GrantKey = ""
+    """What a session- or directory-scoped approval of this request would cover."""
 
 
 class ApprovalDecided(SessionEvent):
@@ -133,6 +135,8 @@ class ApprovalDecided(SessionEvent):
     verdict: ApprovalVerdict
     scope: ApprovalScope
     decided_by: ShortText
+    directory: CanonicalPath | None = None
+    """For a directory-scoped approval: the directory it covers."""
 
 
 class CorrectionIssued(SessionEvent):
@@ -196,6 +200,16 @@ class WorkingContextChanged(SessionEvent):
     recent_files: tuple[CanonicalPath, ...]
 
 
+class ToolSchemaLoaded(SessionEvent):
+    """A deferred tool's schema joins the tools later model requests can see."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.tool_schema_loaded"
+    KEY_FIELDS = ("tool_name",)
+
+    run_id: RunId
+    tool_name: ToolName
+
+
 class RunEnded(SessionEvent):
     """A run stopped, for a classified reason."""
 
@@ -221,5 +235,6 @@ SESSION_EVENTS: tuple[type[Aggregate.Event], ...] = (
     ToolReceiptRecorded,
     AttemptOutcomeMarkedUnknown,
     WorkingContextChanged,
+    ToolSchemaLoaded,
     RunEnded,
 )

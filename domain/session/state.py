@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from domain.base import AggregateSnapshot, SnapshotState
 from domain.ids import AttemptId, RunId, SessionId
 from domain.session.values import (
+    ApprovalGrant,
     AttemptState,
     Audience,
     RunState,
@@ -31,6 +32,8 @@ class SessionFields(BaseModel):
     attempts: dict[AttemptId, AttemptState]
     message_count: int
     working_context: WorkingContext
+    approval_grants: tuple[ApprovalGrant, ...] = ()
+    loaded_tools: frozenset[str] = frozenset()
 
 
 class SessionState(SessionFields):

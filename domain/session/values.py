@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 from domain.base import Value
 from domain.ids import AttemptId, CallId, RunId, SpillId
 from domain.paths import CanonicalPath
-from domain.text import JsonArguments, ShortText, Text
+from domain.text import GrantKey, JsonArguments, ShortText, Text
 
 LAYOUT_VERSION_MAX = 1_000_000
 """Storage layout versions are small integers; anything larger is a mistake."""
@@ -119,6 +119,7 @@ class DenialCategory(StrEnum):
     TARGET_CHANGED = "target_changed"
     INVALID_INPUT = "invalid_input"
     RUN_ENDED = "run_ended"
+    NO_APPROVER = "no_approver"
 
 
 class OutcomeCategory(StrEnum):
@@ -164,6 +165,21 @@ class RunEndReason(StrEnum):
     STRATEGY_STOP = "strategy_stop"
     SUPERSEDED = "superseded"
     CRASHED = "crashed"
+
+
+NOT_RUN_OUTCOMES = frozenset({OutcomeCategory.INVALID_INPUT, OutcomeCategory.CANCELLED})
+"""Outcomes a receipt may carry before an allow decision: the tool did not run."""
+
+
+class ApprovalGrant(Value):
+    """A standing approval: calls with this grant key skip the prompt.
+
+    A grant with a directory covers only calls whose every target lies under it. A grant
+    never widens a path access decision; it only answers the approval question.
+    """
+
+    key: GrantKey = Field(min_length=1)
+    directory: CanonicalPath | None = None
 
 
 class FileActivity(Value):
@@ -265,3 +281,5 @@ class AttemptState(Value):
     decision: PolicyDecision | None = None
     end: AttemptEnd | None = None
     outcome: OutcomeCategory | None = None
+    grant_key: GrantKey = ""
+    spill_id: SpillId | None = None

@@ -15,6 +15,7 @@ from domain.ids import AttemptId, CallId, SessionId
 from domain.session import errors
 from domain.session.aggregate import Session
 from domain.session.values import (
+    NOT_RUN_OUTCOMES,
     RECENT_FILES_LIMIT,
     ApprovalMode,
     ApprovalScope,
@@ -25,6 +26,7 @@ from domain.session.values import (
     OutcomeCategory,
     PolicyDecision,
     RemediationCode,
+    SessionKind,
     ToolReceipt,
 )
 from tests import strategies
@@ -181,7 +183,9 @@ class AttemptRulesMixin(SessionModelMixin):
         if refusal is None and self._status(model, attempt_id) is not AttemptStatus.NEEDS_APPROVAL:
             refusal = errors.ApprovalNotRequiredError
         if self._execute(
-            session_id, lambda s: s.request_approval(run_id, attempt_id, "may I?", mode), refusal
+            session_id,
+            lambda s: s.request_approval(run_id, attempt_id, "may I?", mode, "tool"),
+            refusal,
         ):
             self._update_attempt(model, attempt_id, status=AttemptStatus.APPROVAL_PENDING)
 
@@ -195,8 +199,11 @@ class AttemptRulesMixin(SessionModelMixin):
         model = self.model[session_id]
         pending = self._status(model, attempt_id) is AttemptStatus.APPROVAL_PENDING
         refusal = None if pending else errors.ApprovalNotPendingError
+        directory = "/work" if scope is ApprovalScope.DIRECTORY else None
         if not self._execute(
-            session_id, lambda s: s.decide_approval(attempt_id, verdict, "operator", scope), refusal
+            session_id,
+            lambda s: s.decide_approval(attempt_id, verdict, "operator", scope, directory),
+            refusal,
         ):
             return
         approved = verdict is ApprovalVerdict.APPROVED
@@ -209,7 +216,8 @@ class AttemptRulesMixin(SessionModelMixin):
         session_id, run_id, attempt_id = actor
         model = self.model[session_id]
         refusal = self._open_attempt_refusal(model, run_id, attempt_id)
-        if refusal is None and self._status(model, attempt_id) is not AttemptStatus.ALLOWED:
+        allowed = self._status(model, attempt_id) is AttemptStatus.ALLOWED
+        if refusal is None and not allowed and receipt.outcome not in NOT_RUN_OUTCOMES:
             refusal = errors.ReceiptWithoutAllowError
         if not self._execute(
             session_id, lambda s: s.record_receipt(run_id, attempt_id, receipt), refusal
@@ -217,7 +225,11 @@ class AttemptRulesMixin(SessionModelMixin):
             return
         self._end_attempt(model, attempt_id, AttemptEnd.RECEIPT, outcome=receipt.outcome)
         success = receipt.outcome is OutcomeCategory.SUCCESS
-        if success and (receipt.file_activity or receipt.project_declaration):
+        if (
+            success
+            and model["kind"] is SessionKind.MAIN
+            and (receipt.file_activity or receipt.project_declaration)
+        ):
             context = context_after(model["context"], receipt)
             if context != model["context"]:
                 model["context"] = context

@@ -18,6 +18,7 @@ from domain.session.values import (
     AttemptEnd,
     AttemptStatus,
     RunEndReason,
+    SessionKind,
     ToolReceipt,
     WorkingContext,
 )
@@ -42,9 +43,10 @@ ATTEMPTS: Bundle[AttemptRef] = Bundle("attempts")
 """The sessions, runs and attempts the model knows of, drawn by rules as their targets."""
 
 
-def new_model() -> Model:
+def new_model(kind: SessionKind = SessionKind.MAIN) -> Model:
     """What the model knows of a freshly opened session."""
     return {
+        "kind": kind,
         "version": 1,
         "storage": None,
         "writer": None,

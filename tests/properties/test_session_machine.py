@@ -205,7 +205,7 @@ class SessionMachine(AttemptRulesMixin, RuleBasedStateMachine):
             self.live[session_id] = self.journal.open_session(
                 session_id, key, kind, audience, parent
             )
-            self.model[session_id] = new_model()
+            self.model[session_id] = new_model(kind)
             return session_id
         assert before == self.journal.stream_version(session_id.as_uuid())
         return multiple()

@@ -107,12 +107,12 @@ def evaluated(decision: PolicyDecision, attempt_id: AttemptId = ATTEMPT) -> Comm
     return command
 
 
-def pending(attempt_id: AttemptId = ATTEMPT) -> Command:
+def pending(attempt_id: AttemptId = ATTEMPT, grant_key: str = "") -> Command:
     """Start an attempt on RUN that waits for an operator's answer."""
 
     def command(session: Session) -> None:
         evaluated(PolicyDecision.APPROVAL_REQUIRED, attempt_id)(session)
-        session.request_approval(RUN, attempt_id, "read /a", ApprovalMode.REQUEST)
+        session.request_approval(RUN, attempt_id, "read /a", ApprovalMode.REQUEST, grant_key)
 
     return command
 

@@ -17,10 +17,12 @@ from domain.session.events import (
     CorrectionIssued,
     PolicyEvaluated,
     ToolReceiptRecorded,
+    ToolSchemaLoaded,
     WorkingContextChanged,
 )
 from domain.session.values import (
     RECENT_FILES_LIMIT,
+    ApprovalGrant,
     ApprovalMode,
     ApprovalScope,
     ApprovalVerdict,
@@ -190,12 +192,10 @@ def test_request_approval_refuses_an_attempt_policy_did_not_send(state: Command)
 def test_decide_approval_approved_makes_the_attempt_allowed() -> None:
     """An approval records ApprovalDecided and lets a receipt follow."""
     given = history(writer(), PENDING)
-    new = when(
-        given,
-        lambda s: s.decide_approval(ATTEMPT, ApprovalVerdict.APPROVED, "op", ApprovalScope.SESSION),
-    )
+    new = when(given, lambda s: s.decide_approval(ATTEMPT, ApprovalVerdict.APPROVED, "op"))
     assert [ApprovalDecided] == kinds(new)
-    assert (ApprovalScope.SESSION, "op") == (new[0].scope, new[0].decided_by)
+    assert (ApprovalScope.ONCE, "op") == (new[0].scope, new[0].decided_by)
+    assert () == after(given, new).approval_grants
     assert AttemptStatus.ALLOWED == after(given, new).attempts[ATTEMPT].status
     assert [ToolReceiptRecorded] == kinds(when([*given, *new], record(SUCCESS)))
 
@@ -415,3 +415,56 @@ def test_project_declaration_sets_the_project_directory() -> None:
     context = after([*given, *new], later).working_context
     expected = ("/work/project", ("/work/project/a.txt",))
     assert expected == (context.project_directory, context.recent_files)
+
+
+@pytest.mark.parametrize(
+    ("scope", "directory"),
+    [(ApprovalScope.SESSION, None), (ApprovalScope.DIRECTORY, "/work/project")],
+)
+def test_a_standing_approval_becomes_a_grant(scope: ApprovalScope, directory: str | None) -> None:
+    """Approving for the session or a directory stores a grant under the request's key."""
+    given = history(writer(), pending(grant_key="write_file"))
+    new = when(
+        given,
+        lambda s: s.decide_approval(ATTEMPT, ApprovalVerdict.APPROVED, "op", scope, directory),
+    )
+    grant = ApprovalGrant(key="write_file", directory=directory)
+    assert (grant,) == after(given, new).approval_grants
+
+
+@pytest.mark.parametrize(
+    ("grant_key", "scope", "directory"),
+    [
+        ("", ApprovalScope.SESSION, None),
+        ("write_file", ApprovalScope.DIRECTORY, None),
+        ("write_file", ApprovalScope.SESSION, "/work"),
+        ("write_file", ApprovalScope.ONCE, "/work"),
+    ],
+)
+def test_an_approval_scope_that_does_not_fit_is_refused(
+    grant_key: str, scope: ApprovalScope, directory: str | None
+) -> None:
+    """No grant key means once only; a directory goes with, and only with, directory scope."""
+    refused(
+        history(writer(), pending(grant_key=grant_key)),
+        lambda s: s.decide_approval(ATTEMPT, ApprovalVerdict.APPROVED, "op", scope, directory),
+        errors.InvalidApprovalScopeError,
+    )
+
+
+@pytest.mark.parametrize("outcome", [OutcomeCategory.INVALID_INPUT, OutcomeCategory.CANCELLED])
+def test_a_receipt_that_says_the_tool_did_not_run_needs_no_allow(outcome: OutcomeCategory) -> None:
+    """Invalid input and cancellation can end an attempt before any allow decision."""
+    given = history(writer(), attempt_started())
+    new = when(given, lambda s: s.record_receipt(RUN, ATTEMPT, ToolReceipt(outcome=outcome)))
+    assert [ToolReceiptRecorded] == kinds(new)
+    assert outcome == after(given, new).attempts[ATTEMPT].outcome
+
+
+def test_loading_a_tool_schema_is_recorded_once() -> None:
+    """The first load records ToolSchemaLoaded; a second load of the same tool records nothing."""
+    given = history(writer())
+    new = when(given, lambda s: s.load_tool_schema(RUN, "grep"))
+    assert [ToolSchemaLoaded] == kinds(new)
+    assert frozenset({"grep"}) == after(given, new).loaded_tools
+    assert [] == when([*given, *new], lambda s: s.load_tool_schema(RUN, "grep"))
