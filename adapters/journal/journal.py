@@ -5,10 +5,12 @@ transaction. If another process appended in between, the optimistic-concurrency 
 fails, nothing is written, and the command runs again on freshly loaded state, where a stale
 writer meets its typed error instead of losing an event.
 
-The last saved copy of each recently used stream is kept in memory and caught up with any
-newer events before the next command, so a command does not decode the stream again. A
-copy is kept only after a successful save: a refused or conflicting command drops it.
-Snapshots are taken from that in-memory copy, once per save that crosses an interval.
+The last saved copy of each recently used stream is kept in memory and used as it is, so a
+command neither decodes nor reads the stream again. If another process appended meanwhile,
+the save conflicts and the command runs again on a fresh load; a refusal decided on a kept
+copy is decided again on a fresh load before it is reported. A copy is kept only after a
+successful save. Snapshots are taken from the in-memory copy, once per save that crosses an
+interval. `update_sessions` commits commands on several sessions in one transaction.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
@@ -37,6 +41,7 @@ from adapters.journal.application import SNAPSHOT_INTERVAL, SYNCHRONOUS, Journal
 from adapters.journal.identity import prepare_journal_file
 from domain.base import Aggregate
 from domain.devices.aggregate import REGISTRY_ID, DeviceRegistry
+from domain.errors import DomainError
 from domain.ids import SessionId
 from domain.session.aggregate import Session
 from domain.session.events import MessageAppended
@@ -52,6 +57,23 @@ WORKING_COPIES = 128
 """How many streams keep their last saved aggregate in memory."""
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class BatchOutcome:
+    """What one command of a batch returned, or the exception it raised."""
+
+    value: object = None
+    error: BaseException | None = None
+    retry: bool = False
+    """Set when the command must run again on its own (a conflict, or a stale refusal)."""
+
+    def settle(self, call: Callable[[], object]) -> None:
+        """Run `call`, keeping its value or its exception."""
+        try:
+            self.value = call()
+        except Exception as error:  # noqa: BLE001 - handed back to the caller of that command
+            self.error = error
 
 
 class EventJournal:
@@ -92,6 +114,66 @@ class EventJournal:
     def update_session(self, session_id: SessionId, command: Callable[[Session], T]) -> T:
         """Run `command` on the latest session and store its events atomically."""
         return self._update(session_id.as_uuid(), lambda: self.session(session_id), command)
+
+    def update_sessions(
+        self, requests: Sequence[tuple[SessionId, Callable[[Session], object]]]
+    ) -> list[BatchOutcome]:
+        """Run one command on each of several distinct sessions and commit them together.
+
+        This is group commit: one transaction (one flush) for many sessions. A command that
+        raises gets its exception back and stores nothing; the others still commit. If the
+        joint save meets a conflict, each command runs again on its own through
+        `update_session`, so a batch is never less safe than single updates.
+        """
+        streams = [session_id.as_uuid() for session_id, _ in requests]
+        if len(set(streams)) != len(streams):
+            msg = "a batch holds at most one command per session"
+            raise ValueError(msg)
+        outcomes: list[BatchOutcome] = [BatchOutcome() for _ in requests]
+        locks = [self._lock_for(stream) for stream in sorted(streams)]
+        for lock in locks:
+            lock.acquire()
+        try:
+            done = self._run_batch(requests, outcomes)
+        finally:
+            for lock in reversed(locks):
+                lock.release()
+        if not done:
+            for (session_id, command), outcome in zip(requests, outcomes, strict=True):
+                if outcome.retry:
+                    outcome.retry = False
+                    outcome.settle(partial(self.update_session, session_id, command))
+        return outcomes
+
+    def _run_batch(
+        self,
+        requests: Sequence[tuple[SessionId, Callable[[Session], object]]],
+        outcomes: list[BatchOutcome],
+    ) -> bool:
+        ready: list[tuple[UUID, Session]] = []
+        for (session_id, command), outcome in zip(requests, outcomes, strict=True):
+            stream = session_id.as_uuid()
+            try:
+                session, fresh = self._checkout(stream, partial(self.session, session_id))
+            except Exception as error:  # noqa: BLE001 - handed back to the caller of that command
+                outcome.error = error
+                continue
+            outcome.settle(partial(command, session))
+            if isinstance(outcome.error, DomainError) and not fresh:
+                # Decided on a kept copy that may be stale: decided again on its own later.
+                outcome.error, outcome.retry = None, True
+            elif outcome.error is None:
+                ready.append((stream, session))
+        try:
+            self.save(*(session for _, session in ready))
+        except IntegrityError:
+            for outcome in outcomes:
+                if outcome.error is None:
+                    outcome.value, outcome.retry = None, True
+            return False
+        for stream, session in ready:
+            self._checkin(stream, session)
+        return not any(outcome.retry for outcome in outcomes)
 
     def transcript(self, session_id: SessionId, *, upto: int | None = None) -> list[ChatMessage]:
         """The session's messages in order, from its first `upto` events if given."""
@@ -157,9 +239,17 @@ class EventJournal:
         with self._lock_for(stream_id):
             deadline = time.monotonic() + self.conflict_timeout
             tries = 0
-            aggregate: A = self._checkout(stream_id, load)
+            aggregate, fresh = self._checkout(stream_id, load)
             while True:
-                result = command(aggregate)
+                try:
+                    result = command(aggregate)
+                except DomainError:
+                    if fresh:
+                        raise
+                    # A refusal decided on a kept copy may be stale: decide again on the
+                    # stream as stored before reporting it.
+                    aggregate, fresh = load(), True
+                    continue
                 try:
                     self.save(aggregate)
                 except IntegrityError:
@@ -170,22 +260,30 @@ class EventJournal:
                     # wins every race against a steady writer in another process.
                     pause = min(0.001 * 2**tries, MAX_BACKOFF_SECONDS)
                     time.sleep(random.uniform(0, pause))  # noqa: S311 - jitter, not secrecy
-                    aggregate = load()
+                    aggregate, fresh = load(), True
                     continue
                 self._checkin(stream_id, aggregate)
                 return result
         msg = f"stream {stream_id.hex} kept changing; gave up after {tries} tries"
         raise JournalConflictError(msg)
 
-    def _checkout(self, stream_id: UUID, load: Callable[[], A]) -> A:
-        """The kept copy caught up with newer events, else a fresh load; never shared."""
+    def _checkout(self, stream_id: UUID, load: Callable[[], A]) -> tuple[A, bool]:
+        """The kept copy (maybe stale: False) else a fresh load (True); never shared.
+
+        A kept copy is used as it is. If another process appended meanwhile, the save
+        conflicts and the command runs again on a fresh load; a refusal on a kept copy is
+        checked against a fresh load too. So the common case costs no read at all.
+        """
         with self._locks_guard:
             kept = self._working.pop(stream_id, None)
         if kept is None:
-            return load()
-        for event in self.app.events.get(stream_id, gt=kept.version):
-            cast("Aggregate.Event", event).mutate(kept)
-        return kept  # type: ignore[return-value]  # a stream always holds one aggregate type
+            return load(), True
+        return kept, False  # type: ignore[return-value]  # a stream always holds one aggregate type
+
+    def is_kept(self, stream_id: UUID) -> bool:
+        """Whether an update of this stream starts from a copy in memory (no read needed)."""
+        with self._locks_guard:
+            return stream_id in self._working
 
     def _checkin(self, stream_id: UUID, aggregate: Aggregate) -> None:
         with self._locks_guard:

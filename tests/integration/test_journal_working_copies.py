@@ -1,4 +1,4 @@
-"""The journal's in-memory working copies: caught up from other writers, dropped on failure."""
+"""The journal's in-memory working copies: refreshed after other writers, dropped on failure."""
 
 from __future__ import annotations
 

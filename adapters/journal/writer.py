@@ -1,0 +1,110 @@
+"""Async access to the journal with group commit across sessions; adapter layer.
+
+Callers await `update`. Requests that arrive while a commit is in flight wait for it and
+are then committed together, one per session, in one transaction: under load many sessions
+share one flush, and a lone caller pays for no batching at all. Every awaited update has
+been committed (or has failed) when it returns, so nothing acknowledged is lost.
+
+A batch whose sessions are all kept in memory commits on the event loop itself: it is an
+insert and a flush, and a round trip to a worker thread costs more than that. A batch that
+must load a session from disk runs in a worker thread, so a long replay never stalls the
+loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar, cast
+
+import anyio
+import anyio.to_thread
+
+from adapters.journal.journal import BatchOutcome, EventJournal
+from domain.ids import SessionId
+from domain.session.aggregate import Session
+
+T = TypeVar("T")
+MAX_BATCH = 64
+"""Sessions per transaction; more waiters simply form the next batch."""
+
+
+@dataclass
+class _Request:
+    session_id: SessionId
+    command: Callable[[Session], object]
+    outcome: BatchOutcome | None = None
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+
+class SessionWriter:
+    """Session updates from async code, committed in groups."""
+
+    def __init__(
+        self, journal: EventJournal, *, batching: bool = True, inline: bool = True
+    ) -> None:
+        self.journal = journal
+        self.batching = batching
+        self.inline = inline
+        self._queue: list[_Request] = []
+        self._lock = anyio.Lock()
+        self.batches = 0
+        """How many transactions were committed; with `requests`, shows the batching."""
+        self.requests = 0
+
+    async def update(self, session_id: SessionId, command: Callable[[Session], T]) -> T:
+        """Run `command` on the latest session and commit what it triggered."""
+        request = _Request(session_id, cast("Callable[[Session], object]", command))
+        self._queue.append(request)
+        try:
+            while request.outcome is None:
+                async with self._lock:
+                    if request.outcome is None:
+                        await self._commit(self._take(request))
+        except BaseException:
+            if request in self._queue:
+                # Cancelled before any leader took it: it is never committed.
+                self._queue.remove(request)
+            elif request.outcome is None:
+                with anyio.CancelScope(shield=True):
+                    await request.done.wait()
+            raise
+        if request.outcome.error is not None:
+            raise request.outcome.error
+        return cast("T", request.outcome.value)
+
+    async def session(self, session_id: SessionId) -> Session:
+        """The latest session, read in a worker thread."""
+        return await anyio.to_thread.run_sync(self.journal.session, session_id)
+
+    def _take(self, own: _Request) -> list[_Request]:
+        """The next batch: own request first, then queued ones, at most one per session."""
+        if not self.batching:
+            self._queue.remove(own)
+            return [own]
+        batch: list[_Request] = []
+        seen: set[SessionId] = set()
+        for request in [own, *(r for r in self._queue if r is not own)]:
+            if request.session_id in seen or len(batch) >= MAX_BATCH:
+                continue
+            seen.add(request.session_id)
+            batch.append(request)
+        for request in batch:
+            self._queue.remove(request)
+        return batch
+
+    async def _commit(self, batch: list[_Request]) -> None:
+        requests = [(r.session_id, r.command) for r in batch]
+        if self.inline and all(self.journal.is_kept(r.session_id.as_uuid()) for r in batch):
+            # Every session is in memory: the commit is a short insert and flush, cheaper
+            # here than a hop to a worker thread and back.
+            outcomes = self.journal.update_sessions(requests)
+        else:
+            # Shielded: once a commit has started, its outcome must reach every waiter.
+            with anyio.CancelScope(shield=True):
+                outcomes = await anyio.to_thread.run_sync(self.journal.update_sessions, requests)
+        self.batches += 1
+        self.requests += len(batch)
+        for request, outcome in zip(batch, outcomes, strict=True):
+            request.outcome = outcome
+            request.done.set()
