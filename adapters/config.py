@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from adapters.errors import ConfigError, PersistenceNotConfigurableError
+from adapters.tools.settings import ToolSettings
 
 
 class Durability(StrEnum):
@@ -38,6 +39,7 @@ class Config(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     journal: JournalSettings = JournalSettings()
+    tools: ToolSettings = ToolSettings()
 
 
 def load_config(path: Path) -> Config:

@@ -69,3 +69,9 @@ class PositionOutOfRangeError(LedgerclawError):
     """A replay position lies outside the session's stream."""
 
     exit_code = 2
+
+
+class InvalidToolCallError(LedgerclawError):
+    """A native tool call was malformed before it could reach the pipeline (bad JSON, bad name)."""
+
+    exit_code = 2

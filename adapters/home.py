@@ -11,6 +11,9 @@ from adapters.errors import HomeError
 HOME_ENV = "LEDGERCLAW_HOME"
 DATABASE_NAME = "ledgerclaw.db"
 CONFIG_NAME = "config.toml"
+SECRETS_NAME = "secrets.toml"
+DAEMON_FILES = ("daemon.lock", "daemon.pid")
+PROTECTED_DIRS = ("keys", "credentials")
 
 
 @dataclass(frozen=True)
@@ -30,10 +33,24 @@ class Home:
         return self.root / CONFIG_NAME
 
     @property
+    def secrets(self) -> Path:
+        """Secret configuration: exact values redacted from every tool result."""
+        return self.root / SECRETS_NAME
+
+    @property
     def protected_files(self) -> tuple[Path, ...]:
-        """Files no tool may ever read: the journal and its WAL companions."""
+        """Files no tool may touch: the journal and its companions, configuration, daemon files."""
         db = self.database
-        return (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm"))
+        companions = tuple(
+            db.with_name(db.name + suffix) for suffix in ("-wal", "-shm", "-journal")
+        )
+        daemon = tuple(self.root / name for name in DAEMON_FILES)
+        return (db, *companions, self.config, self.secrets, *daemon)
+
+    @property
+    def protected_trees(self) -> tuple[Path, ...]:
+        """Directories no tool may touch with all they contain: key storage and credentials."""
+        return tuple(self.root / name for name in PROTECTED_DIRS)
 
 
 def resolve_home(environ: dict[str, str] | None = None) -> Home:

@@ -2,10 +2,28 @@
 
 from __future__ import annotations
 
+import os
+
 from adapters.config import Config, load_config
+from adapters.fs.facts import file_identity
 from adapters.home import Home, check_home, ensure_home, resolve_home
 from adapters.journal.journal import SqliteJournal
 from adapters.journal.reader import JournalReader
+from adapters.tools.context import PipelinePolicy
+from adapters.tools.files.edit_file import EditFile
+from adapters.tools.files.find_files import FindFiles
+from adapters.tools.files.grep import Grep
+from adapters.tools.files.list_directory import ListDirectory
+from adapters.tools.files.read_file import ReadFile
+from adapters.tools.files.write_file import WriteFile
+from adapters.tools.secrets import load_secrets
+from adapters.tools.session_tools import LoadTool, SetWorkingDirectory, ToolOutputRead
+from adapters.tools.shell import ShellExecute
+from adapters.tools.toolset import ToolSet
+from domain.authorization.facts import canonical
+from domain.authorization.roots import ProtectedPaths
+from domain.tools.exposure import AudienceTools, ExposurePolicy
+from domain.tools.shell_policy import ShellPolicy
 
 
 def current_home() -> Home:
@@ -30,3 +48,62 @@ def open_journal(home: Home) -> SqliteJournal:
     config = home_config(home)
     ensure_home(home)
     return SqliteJournal(home.database, config.journal)
+
+
+def protected_paths(home: Home) -> ProtectedPaths:
+    """The home's control-plane files and secret stores, by path and by file identity."""
+    files = [canonical(str(path)) for path in home.protected_files]
+    identities = {file_identity(path) for path in home.protected_files}
+    return ProtectedPaths(
+        files=frozenset(files),
+        trees=frozenset(canonical(str(path)) for path in home.protected_trees),
+        identities=frozenset(identity for identity in identities if identity is not None),
+    )
+
+
+def pipeline_policy(home: Home, config: Config) -> PipelinePolicy:
+    """Everything the tool pipeline decides with, from the home's configuration."""
+    tools = config.tools
+    audiences = dict(ExposurePolicy().audiences)
+    for audience, setting in tools.audiences.items():
+        allow = None if setting.allow is None else frozenset(setting.allow)
+        audiences[audience] = AudienceTools(allow=allow, deny=frozenset(setting.deny))
+    exposure = ExposurePolicy(
+        audiences=audiences,
+        features=frozenset(tools.features),
+        approval_modes=dict(tools.approval),
+    )
+    return PipelinePolicy(
+        exposure=exposure,
+        roots=tools.roots,
+        protected=protected_paths(home),
+        secrets=frozenset(load_secrets(home.secrets, tools.redact_env, os.environ)),
+        inline_limit=tools.inline_limit,
+        approval_timeout_seconds=float(tools.approval_timeout_seconds),
+    )
+
+
+def first_party_tools(config: Config) -> ToolSet:
+    """Every first-party tool, with the configured shell policy."""
+    shell = config.tools.shell
+    defaults = ShellPolicy()
+    policy = ShellPolicy(
+        hard_deny=(*defaults.hard_deny, *shell.hard_deny),
+        reviewed_safe=defaults.reviewed_safe
+        if shell.reviewed_safe is None
+        else shell.reviewed_safe,
+    )
+    return ToolSet(
+        [
+            ReadFile(),
+            ListDirectory(),
+            FindFiles(),
+            Grep(),
+            WriteFile(),
+            EditFile(),
+            ShellExecute(policy, default_timeout=shell.default_timeout_seconds),
+            SetWorkingDirectory(),
+            ToolOutputRead(),
+            LoadTool(),
+        ]
+    )

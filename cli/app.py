@@ -6,13 +6,16 @@ import functools
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
+import orjson
 import typer
 
 from adapters import wiring
 from adapters.doctor import run_doctor
-from adapters.errors import PositionOutOfRangeError
+from adapters.errors import InvalidToolCallError, PositionOutOfRangeError
+from adapters.tools import native
 from cli import render
 from domain.errors import LedgerclawError
+from domain.session.values import Audience
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -26,6 +29,8 @@ app = typer.Typer(
 )
 session_app = typer.Typer(help="Inspect sessions: list them, replay their timelines and states.")
 app.add_typer(session_app, name="session")
+tool_app = typer.Typer(help="See which tools are exposed, and call one through the pipeline.")
+app.add_typer(tool_app, name="tool")
 
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON only.")
 
@@ -111,6 +116,65 @@ def doctor(json_output: bool = JSON_OPTION) -> None:
     else:
         render.doctor(report)
     if not report.ok:
+        raise typer.Exit(1)
+
+
+@tool_app.command("list")
+@expected_errors
+def list_tools(
+    session: str | None = typer.Option(
+        None, "--session", help="Show exposure for this session (its audience, loaded tools)."
+    ),
+    audience: Audience | None = typer.Option(
+        None, "--audience", help="Show exposure for this audience instead (default personal)."
+    ),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """List every registered tool, whether it is exposed, and why not."""
+    listing = native.list_tools(wiring.current_home(), session, audience)
+    if json_output:
+        render.emit_json(
+            {
+                "audience": listing.audience,
+                "session_id": listing.session_id,
+                "tools": listing.rows,
+            }
+        )
+    else:
+        render.tool_list(listing.audience, listing.session_id, listing.rows)
+
+
+@tool_app.command("call")
+@expected_errors
+def call_tool(
+    tool: str = typer.Argument(help="The tool's name, as `tool list` shows it."),
+    session: str | None = typer.Option(
+        None, "--session", help="Session id or unique prefix; a new session when omitted."
+    ),
+    args: str = typer.Option("{}", "--args", help="The call's arguments as a JSON object."),
+    approve: bool = typer.Option(
+        False, "--approve", help="Approve this call if it needs an operator's consent."
+    ),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Call one tool through the governed pipeline; the call is journaled like any other."""
+    try:
+        arguments = orjson.loads(args)
+    except orjson.JSONDecodeError as error:
+        msg = f"--args is not valid JSON: {error}"
+        raise InvalidToolCallError(msg) from None
+    if not isinstance(arguments, dict):
+        msg = "--args must be a JSON object"
+        raise InvalidToolCallError(msg)
+    done = native.call_tool(wiring.current_home(), tool, arguments, session, approve=approve)
+    result = done.result
+    if json_output:
+        render.emit_json(
+            {"session_id": done.session_id, "run_id": done.run_id} | result.model_dump(mode="json")
+        )
+    else:
+        render.tool_result(done.session_id, result)
+    if result.is_error:
         raise typer.Exit(1)
 
 

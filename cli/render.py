@@ -17,6 +17,7 @@ from rich.text import Text
 from adapters.doctor import DoctorReport
 from adapters.journal.reader import SessionSummary, TimelineEntry
 from domain.session.state import SessionState
+from domain.tools.result import ToolResult
 
 out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)
@@ -234,3 +235,35 @@ def doctor(report: DoctorReport) -> None:
     out.print(table)
     summary = "healthy" if report.ok else "problems found"
     out.print(f"{report.events} events, {report.snapshots} snapshots: {summary}")
+
+
+def tool_list(audience: str, session_id: str | None, rows: Sequence[dict[str, Any]]) -> None:
+    """One row per tool: how it loads and runs, its approval mode, and its exposure."""
+    title = f"tools for {audience} sessions" + (f" (session {session_id})" if session_id else "")
+    table = Table(title=title, title_justify="left", box=None, pad_edge=False)
+    for column in ("tool", "loading", "concurrency", "approval", "exposed", "why"):
+        table.add_column(column)
+    for row in rows:
+        exposed = "yes" if row["in_request"] else ("loadable" if row["policy_visible"] else "no")
+        table.add_row(
+            row["name"],
+            row["loading"],
+            row["concurrency"],
+            row["approval"],
+            exposed,
+            row["reason"],
+        )
+    out.print(table)
+
+
+def tool_result(session_id: str, result: ToolResult) -> None:
+    """The result's text, then one line on how the attempt ended."""
+    print(result.text)  # noqa: T201 - tool output is printed as it is, without markup
+    ending = result.outcome or result.denial or result.remediation or ""
+    err.print(
+        f"session {session_id}  call {result.call_id}  attempt {short_id(result.attempt_id)}  "
+        f"{result.end}: {ending}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
+from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
 from domain.devices.aggregate import DeviceRegistry
 from domain.ids import SessionId
 from domain.session.aggregate import Session
@@ -49,4 +50,20 @@ class Journal(Protocol):
 
     def close(self) -> None:
         """Release the store."""
+        ...
+
+
+class Approver(Protocol):
+    """Reaches a person who can answer approval requests (the daemon, the CLI, an MCP client)."""
+
+    def available(self) -> bool:
+        """Whether anyone can be asked right now; if not, calls that need consent are denied."""
+        ...
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalAnswer | None:
+        """Ask and wait for the answer; None when no one could be asked after all."""
+        ...
+
+    async def report(self, request: ApprovalRequest) -> None:
+        """Tell an operator about a call that runs without waiting (report mode)."""
         ...

@@ -297,7 +297,14 @@ def test_every_command_has_help_and_is_documented() -> None:
     """Each command answers --help and is named in the README or docs/."""
     docs = Path(__file__).parents[2] / "README.md"
     text = docs.read_text() + "".join(p.read_text() for p in docs.parent.glob("docs/*.md"))
-    for command in (("session", "list"), ("session", "replay"), ("doctor",)):
+    commands = (
+        ("session", "list"),
+        ("session", "replay"),
+        ("doctor",),
+        ("tool", "list"),
+        ("tool", "call"),
+    )
+    for command in commands:
         code, out, _ = invoke(*command, "--help")
         assert 0 == code
         assert "Usage" in out

@@ -1,0 +1,1 @@
+"""Filesystem adapters: path facts and the session storage envelope; adapter layer."""

@@ -1,0 +1,99 @@
+"""Gathering the filesystem facts a path access decision needs; adapter layer.
+
+The resolver walks a path one component at a time with `lstat`, as the kernel does, so a
+`..` after a link climbs from where the link leads. Every link met is recorded with the
+real location it leads to, and a loop ends the walk with an unresolvable result.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections import deque
+from pathlib import Path
+
+from domain.authorization.facts import LinkFact, PathFacts, canonical
+
+MAX_LINK_HOPS = 40
+"""As Linux does: more links than this on one walk is treated as a loop."""
+
+
+class _LinkLoopError(Exception):
+    """Resolution met more links than MAX_LINK_HOPS."""
+
+
+def expand_user(raw: str) -> str:
+    """Expand a leading `~` or `~user` the way a shell would; other text is unchanged."""
+    return os.path.expanduser(raw) if raw.startswith("~") else raw
+
+
+def gather_facts(absolute: str) -> PathFacts:
+    """The facts about one absolute path, read from the filesystem now."""
+    lexical = canonical(absolute)
+    links: list[LinkFact] = []
+    try:
+        real = _resolve(absolute, links, [0])
+    except _LinkLoopError:
+        return PathFacts(canonical=lexical, real=None, links=tuple(links))
+    try:
+        info = os.stat(real)
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return PathFacts(canonical=lexical, real=real, links=tuple(links))
+    except OSError:
+        return PathFacts(canonical=lexical, real=real, links=tuple(links))
+    return PathFacts(
+        canonical=lexical,
+        real=real,
+        links=tuple(links),
+        exists=True,
+        is_dir=stat.S_ISDIR(info.st_mode),
+        identity=f"{info.st_dev}:{info.st_ino}",
+    )
+
+
+def file_identity(path: Path) -> str | None:
+    """`device:inode` of an existing file, else None."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return f"{info.st_dev}:{info.st_ino}"
+
+
+def real_directory(path: str) -> str:
+    """Where a root directory really is (its links followed); itself when it cannot be read."""
+    links: list[LinkFact] = []
+    try:
+        return _resolve(path, links, [0])
+    except _LinkLoopError:
+        return canonical(path)
+
+
+def _resolve(path: str, links: list[LinkFact], hops: list[int]) -> str:
+    """The real location of `path`, appending every link met to `links`."""
+    parts = deque(part for part in path.split("/") if part not in ("", "."))
+    current = "/"
+    while parts:
+        name = parts.popleft()
+        if name == "..":
+            current = os.path.dirname(current)
+            continue
+        candidate = os.path.join(current, name)
+        try:
+            mode = os.lstat(candidate).st_mode
+        except OSError:
+            # Missing (or unreadable): the rest is taken lexically from here.
+            return canonical("/".join([candidate, *parts]))
+        if not stat.S_ISLNK(mode):
+            current = candidate
+            continue
+        hops[0] += 1
+        if hops[0] > MAX_LINK_HOPS:
+            links.append(LinkFact(at=candidate, resolves_to=None))
+            raise _LinkLoopError
+        target = os.readlink(candidate)
+        start = target if target.startswith("/") else os.path.join(current, target)
+        resolved = _resolve(start, links, hops)
+        links.append(LinkFact(at=candidate, resolves_to=resolved))
+        current = resolved
+    return current

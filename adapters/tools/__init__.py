@@ -1,0 +1,1 @@
+"""The governed tool pipeline and the first-party tools; adapter layer."""

@@ -1,0 +1,248 @@
+"""The authorization step of the pipeline, run as one journal command; adapter layer.
+
+It runs inside the session's update, on the latest state, so the attempt's start and its
+decision are stored together in one transaction, before anything executes. It decides in
+this order: decoded arguments, exposure, the tool's own policy (shell hard deny), the relative
+base, every path, then approval (mode, reviewed-safe, standing grants, an approver at all).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapters.tools.base import BoundTarget, CallAssessment, Tool
+from adapters.tools.context import PipelinePolicy, RunScope
+from adapters.tools.resolution import PathScope, build_scope, resolve_targets
+from domain.authorization.approvals import ApprovalRequest, covering_grant, grant_key
+from domain.ids import AttemptId
+from domain.session.aggregate import Session
+from domain.session.values import (
+    ApprovalMode,
+    AttemptEnd,
+    Audience,
+    DenialCategory,
+    OutcomeCategory,
+    PolicyDecision,
+    RemediationCode,
+    SessionKind,
+    ToolCallRequest,
+    ToolReceipt,
+)
+from domain.tools.exposure import exposure
+from domain.tools.registry import ToolRegistry
+from domain.tools.remediation import present
+from domain.tools.result import ToolResult
+
+NO_BASE = "No project or session directory is available for a relative path."
+
+
+@dataclass
+class Plan:
+    """What authorization concluded: an ended call, a call to run, or a question to ask."""
+
+    visible: frozenset[str]
+    audience: Audience
+    project: str | None
+    loaded_tools: frozenset[str]
+    result: ToolResult | None = None
+    targets: tuple[BoundTarget, ...] = ()
+    assessment: CallAssessment = field(default_factory=CallAssessment)
+    approval: ApprovalRequest | None = None
+    report: ApprovalRequest | None = None
+    mode: ApprovalMode | None = None
+
+
+@dataclass(frozen=True)
+class DecodedCall:
+    """One call as the pipeline received it: the request, its tool and decoded arguments."""
+
+    attempt_id: AttemptId
+    call: ToolCallRequest
+    tool: Tool | None
+    arguments: Any = None
+    decode_error: str = ""
+
+
+class Authorization:
+    """The authorization command of one call, run by the journal on the latest session."""
+
+    def __init__(
+        self,
+        policy: PipelinePolicy,
+        registry: ToolRegistry,
+        run: RunScope,
+        decoded: DecodedCall,
+        *,
+        can_ask: bool,
+    ) -> None:
+        self.policy = policy
+        self.registry = registry
+        self.run = run
+        self.attempt_id = decoded.attempt_id
+        self.call = decoded.call
+        self.tool = decoded.tool
+        self.arguments = decoded.arguments
+        self.decode_error = decoded.decode_error
+        self.can_ask = can_ask
+
+    # -- the command -----------------------------------------------------------------------
+
+    def __call__(self, session: Session) -> Plan:
+        """Start the attempt and record its decision on `session`."""
+        run_id, attempt_id, call = self.run.run_id, self.attempt_id, self.call
+        session.start_attempt(run_id, attempt_id, call.call_id, call.name)
+        views = {
+            v.name: v
+            for v in exposure(
+                self.registry, self.policy.exposure, session.audience, session.loaded_tools
+            )
+        }
+        visible = frozenset(name for name, v in views.items() if v.in_request)
+        context = (
+            session.working_context
+            if session.kind is SessionKind.MAIN
+            else self.run.working_context
+        )
+        plan = Plan(
+            visible=visible,
+            audience=session.audience,
+            project=context.project_directory,
+            loaded_tools=session.loaded_tools,
+        )
+        if self.decode_error:
+            receipt = ToolReceipt(outcome=OutcomeCategory.INVALID_INPUT)
+            session.record_receipt(run_id, attempt_id, receipt)
+            text = f"Invalid arguments for {call.name}: {self.decode_error}"
+            return self._ended(plan, text, AttemptEnd.RECEIPT, outcome=receipt.outcome)
+        view = views.get(call.name)
+        if self.tool is None or view is None:
+            return self._deny(session, plan, DenialCategory.NOT_EXPOSED, "exposure", "no such tool")
+        if not view.policy_visible:
+            return self._deny(session, plan, DenialCategory.NOT_EXPOSED, "exposure", view.reason)
+        if not view.in_request:
+            detail = f"{call.name} is deferred and has not been loaded."
+            return self._correct(session, plan, RemediationCode.LOAD_TOOL, detail)
+        return self._paths(session, plan, self.tool)
+
+    def _paths(self, session: Session, plan: Plan, tool: Tool) -> Plan:
+        plan.assessment = assessment = tool.assess(self.arguments)
+        if assessment.deny is not None:
+            category, detail = assessment.deny
+            return self._deny(session, plan, category, "tool policy", detail)
+        resolution = resolve_targets(assessment.targets, self.scope(plan))
+        if resolution.no_base:
+            return self._correct(session, plan, RemediationCode.SET_WORKING_DIRECTORY, NO_BASE)
+        if resolution.denied is not None:
+            denied = resolution.denied
+            rule = f"path access ({denied.operation})"
+            return self._deny(session, plan, denied.category, rule, denied.detail)
+        plan.targets = resolution.bound
+        return self._approval(session, plan)
+
+    def scope(self, plan: Plan) -> PathScope:
+        """The roots and base of this call, from the filesystem as it is now."""
+        return build_scope(
+            plan.audience,
+            self.run.envelope,
+            plan.project,
+            self.policy.roots,
+            self.policy.protected,
+        )
+
+    # -- approval --------------------------------------------------------------------------
+
+    def _approval(self, session: Session, plan: Plan) -> Plan:
+        assert self.tool is not None  # noqa: S101 - checked by the caller
+        assessment = plan.assessment
+        mode = self.policy.exposure.approval_mode(self.tool.definition)
+        forced = bool(assessment.needs_approval)
+        if forced and mode not in (ApprovalMode.REQUEST, ApprovalMode.DEFER):
+            mode = ApprovalMode.REQUEST
+        plan.mode = mode
+        if mode is ApprovalMode.DENY:
+            return self._deny(session, plan, DenialCategory.POLICY, "approval mode", "mode is deny")
+        request = self._request(plan, mode, forced=forced)
+        if mode in (None, ApprovalMode.REPORT):
+            plan.report = request if mode is ApprovalMode.REPORT else None
+            return self._allow(session, plan, "paths allowed" if mode is None else "report mode")
+        if assessment.reviewed_safe and not forced:
+            return self._allow(session, plan, f"reviewed-safe: {assessment.reviewed_safe}")
+        targets = [target.path for target in plan.targets]
+        grant = covering_grant(session.approval_grants, request.grant_key, targets)
+        if grant is not None:
+            where = f" under {grant.directory}" if grant.directory else ""
+            return self._allow(session, plan, f"standing approval{where}")
+        if not self.can_ask:
+            detail = "operator approval is needed and no one can be asked"
+            return self._deny(session, plan, DenialCategory.NO_APPROVER, "approval", detail)
+        session.evaluate_policy(
+            self.run.run_id,
+            self.attempt_id,
+            PolicyDecision.APPROVAL_REQUIRED,
+            rule=f"approval required ({assessment.needs_approval or f'mode {mode}'})",
+            approval_mode=mode,
+        )
+        session.request_approval(
+            self.run.run_id, self.attempt_id, request.summary, mode, request.grant_key
+        )
+        plan.approval = request
+        return plan
+
+    def _request(self, plan: Plan, mode: ApprovalMode | None, *, forced: bool) -> ApprovalRequest:
+        call, assessment = self.call, plan.assessment
+        key = "" if forced else grant_key(call.name, assessment.grant_argv)
+        summary = assessment.summary or f"{call.name} {', '.join(t.path for t in plan.targets)}"
+        return ApprovalRequest(
+            session_id=self.run.session_id,
+            attempt_id=self.attempt_id,
+            call_id=call.call_id,
+            tool_name=call.name,
+            summary=summary[:2000],
+            targets=tuple(target.path for target in plan.targets),
+            mode=mode or ApprovalMode.REPORT,
+            grant_key=key,
+        )
+
+    # -- endings ---------------------------------------------------------------------------
+
+    def _allow(self, session: Session, plan: Plan, rule: str) -> Plan:
+        session.evaluate_policy(
+            self.run.run_id,
+            self.attempt_id,
+            PolicyDecision.ALLOW,
+            rule=rule,
+            approval_mode=plan.mode,
+        )
+        return plan
+
+    def _deny(
+        self, session: Session, plan: Plan, category: DenialCategory, rule: str, detail: str
+    ) -> Plan:
+        session.evaluate_policy(
+            self.run.run_id,
+            self.attempt_id,
+            PolicyDecision.DENY,
+            rule=rule,
+            detail=detail[:2000],
+            approval_mode=plan.mode,
+            denial=category,
+        )
+        text = f"Denied ({category}): {detail}"
+        return self._ended(plan, text, AttemptEnd.DENIED, denial=category)
+
+    def _correct(self, session: Session, plan: Plan, code: RemediationCode, detail: str) -> Plan:
+        session.issue_correction(self.run.run_id, self.attempt_id, code, detail)
+        text = present(detail, code, plan.visible)
+        return self._ended(plan, text, AttemptEnd.CORRECTED, remediation=code)
+
+    def _ended(self, plan: Plan, text: str, end: AttemptEnd, **facts: Any) -> Plan:  # noqa: ANN401 - ToolResult fields
+        plan.result = ToolResult(
+            call_id=self.call.call_id,
+            attempt_id=self.attempt_id,
+            tool_name=self.call.name,
+            text=text,
+            end=end,
+            **facts,
+        )
+        return plan

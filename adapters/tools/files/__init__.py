@@ -1,0 +1,1 @@
+"""The first-party workspace file tools; adapter layer."""

@@ -1,0 +1,126 @@
+"""The `list_directory` tool: the entries of one directory, sorted by name; adapter layer."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from functools import partial
+from typing import ClassVar
+
+import anyio.to_thread
+from pydantic import Field
+
+from adapters.tools.base import (
+    Arguments,
+    BoundTarget,
+    CallAssessment,
+    PathTarget,
+    ToolOutput,
+    ToolRun,
+    activity,
+)
+from adapters.tools.files.globbing import printable
+from domain.session.values import FileOperation, OutcomeCategory
+from domain.tools.definition import Concurrency, ToolDefinition
+
+MAX_NAMES = 100_000
+"""At most this many names are read from one directory; the sort covers only those."""
+_OPEN_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_KINDS = {
+    stat.S_IFIFO: "fifo",
+    stat.S_IFSOCK: "socket",
+    stat.S_IFCHR: "character device",
+    stat.S_IFBLK: "block device",
+}
+
+
+class ListDirectoryArguments(Arguments):
+    """The arguments of `list_directory`."""
+
+    path: str = Field(
+        default=".", min_length=1, description="The directory to list: relative, absolute or ~/."
+    )
+    limit: int = Field(default=500, ge=1, le=5000, description="How many entries to show.")
+
+
+class ListDirectory:
+    """List one directory: subdirectories, files with sizes, and links with their targets."""
+
+    definition: ClassVar[ToolDefinition] = ToolDefinition(
+        name="list_directory",
+        description=(
+            "List the entries of a directory, sorted by name, one per line: a subdirectory "
+            "ends with `/`, a file shows its size in bytes, a symbolic link shows as "
+            "`name@ -> target`. Entries past the limit are counted in a final `... N more` "
+            "line. Not recursive; use find_files to search a tree."
+        ),
+        parameters=ListDirectoryArguments.model_json_schema(),
+        concurrency=Concurrency.PARALLEL_SAFE,
+    )
+    arguments: ClassVar[type[Arguments]] = ListDirectoryArguments
+
+    def assess(self, arguments: ListDirectoryArguments) -> CallAssessment:
+        """The one directory the call reads."""
+        return CallAssessment(
+            targets=(PathTarget(argument="path", raw=arguments.path, operation=FileOperation.READ),)
+        )
+
+    async def run(self, arguments: ListDirectoryArguments, run: ToolRun) -> ToolOutput:
+        """List the directory."""
+        return await anyio.to_thread.run_sync(partial(_list, arguments, run.targets["path"]))
+
+
+def _list(arguments: ListDirectoryArguments, target: BoundTarget) -> ToolOutput:
+    try:
+        dir_fd = os.open(target.real, _OPEN_FLAGS)
+    except OSError as error:
+        return _refusal(target.path, error)
+    try:
+        names: list[str] = []
+        with os.scandir(dir_fd) as entries:
+            for entry in entries:
+                if len(names) == MAX_NAMES:
+                    break
+                names.append(entry.name)
+            truncated = len(names) == MAX_NAMES and next(entries, None) is not None
+        names.sort()
+        shown = [_describe(name, dir_fd) for name in names[: arguments.limit]]
+    finally:
+        os.close(dir_fd)
+    lines = [f"directory: {target.path}  entries: {len(names)}{'+' if truncated else ''}"]
+    lines += shown
+    rest = len(names) - len(shown)
+    if truncated:
+        lines.append(f"... {rest}+ more (only the first {MAX_NAMES} names read were sorted)")
+    elif rest:
+        lines.append(f"... {rest} more")
+    return ToolOutput(text="\n".join(lines), file_activity=(activity(target),))
+
+
+def _refusal(path: str, error: OSError) -> ToolOutput:
+    if isinstance(error, FileNotFoundError):
+        return ToolOutput(text=f"{path} does not exist", outcome=OutcomeCategory.NOT_FOUND)
+    if isinstance(error, NotADirectoryError):
+        return ToolOutput(
+            text=f"{path} is not a directory; use read_file", outcome=OutcomeCategory.INVALID_INPUT
+        )
+    if error.errno == errno.ELOOP:
+        return ToolOutput(text=f"{path} is a symbolic link", outcome=OutcomeCategory.ACCESS_DENIED)
+    raise error
+
+
+def _describe(name: str, dir_fd: int) -> str:
+    """One entry's line: `name/`, `name  N bytes`, `name@ -> target` or `name  (kind)`."""
+    shown = printable(name)
+    try:
+        info = os.lstat(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return f"{shown}  (removed while listing)"
+    if stat.S_ISLNK(info.st_mode):
+        return f"{shown}@ -> {printable(os.readlink(name, dir_fd=dir_fd))}"
+    if stat.S_ISDIR(info.st_mode):
+        return f"{shown}/"
+    if stat.S_ISREG(info.st_mode):
+        return f"{shown}  {info.st_size} bytes"
+    return f"{shown}  ({_KINDS.get(stat.S_IFMT(info.st_mode), 'special file')})"

@@ -1,0 +1,176 @@
+"""The `read_file` tool: numbered lines of one text file with its revision; adapter layer."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from functools import partial
+from typing import ClassVar
+
+import anyio.to_thread
+from pydantic import Field
+
+from adapters.tools.base import (
+    Arguments,
+    BoundTarget,
+    CallAssessment,
+    PathTarget,
+    ToolOutput,
+    ToolRun,
+    activity,
+)
+from adapters.tools.files.atomic import open_regular, read_chunks, refusal
+from adapters.tools.files.revision import revision_of_chunks
+from domain.session.values import FileOperation, OutcomeCategory
+from domain.tools.definition import Concurrency, ToolDefinition
+
+MAX_CONTENT_BYTES = 10 * 1024 * 1024
+"""At most this much line content is kept for one answer, whatever the file's size."""
+MAX_LINE_CHARS = 2000
+"""Longer lines are cut here, with a marker."""
+BINARY_SNIFF_BYTES = 8192
+"""A NUL among the first this many bytes marks a file as binary."""
+_LINE_BYTES = 4 * MAX_LINE_CHARS + 4  # enough UTF-8 for MAX_LINE_CHARS whole characters
+
+
+class ReadFileArguments(Arguments):
+    """The arguments of `read_file`."""
+
+    path: str = Field(min_length=1, description="The file to read: relative, absolute or ~/.")
+    start_line: int = Field(default=1, ge=1, description="The first line to show (1-based).")
+    limit: int = Field(default=2000, ge=1, le=10_000, description="How many lines to show.")
+
+
+class _Lines:
+    """Counts every line of a stream and keeps the lines of one window, bounded in bytes."""
+
+    def __init__(self, first: int, last: int) -> None:
+        self.first, self.last = first, last
+        self.number = 1  # the line the next byte belongs to
+        self.open = False  # the current line has bytes but no newline yet
+        self.partial = bytearray()
+        self.cut = False
+        self.kept: list[str] = []
+        self.kept_bytes = 0
+        self.full = False
+
+    def feed(self, chunk: bytes) -> None:
+        newlines = chunk.count(b"\n")
+        if self.full or self.number > self.last or self.number + newlines < self.first:
+            self.number += newlines
+            self.open = not chunk.endswith(b"\n")
+            return
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            self._take(chunk[start:end])
+            self._end_line()
+            start = end + 1
+        if start < len(chunk):
+            self._take(chunk[start:])
+            self.open = True
+
+    def finish(self) -> int:
+        """End the stream; return how many lines it held."""
+        if self.open:
+            self._end_line()
+        return self.number - 1
+
+    def _take(self, piece: bytes) -> None:
+        if self.first <= self.number <= self.last and not self.full:
+            room = _LINE_BYTES - len(self.partial)
+            self.partial += piece[:room]
+            self.cut = self.cut or len(piece) > room
+
+    def _end_line(self) -> None:
+        if self.first <= self.number <= self.last and not self.full:
+            text = self.partial.decode("utf-8", "replace")
+            if self.cut or len(text) > MAX_LINE_CHARS:
+                text = text[:MAX_LINE_CHARS] + f" [... line cut at {MAX_LINE_CHARS} characters]"
+            self.kept.append(f"{self.number:>6}\t{text}")
+            self.kept_bytes += len(self.partial)
+            self.full = self.kept_bytes >= MAX_CONTENT_BYTES
+        self.partial.clear()
+        self.cut = False
+        self.open = False
+        self.number += 1
+
+
+class ReadFile:
+    """Read a window of lines of a text file, numbered, with the file's revision."""
+
+    definition: ClassVar[ToolDefinition] = ToolDefinition(
+        name="read_file",
+        description=(
+            "Read a text file. Returns a header `path: <path>  revision: <revision>  lines A-B "
+            "of N`, then each line as its number, a tab and the text. Lines longer than "
+            f"{MAX_LINE_CHARS} characters are cut. Use start_line and limit to page through a "
+            "long file. Pass the revision to edit_file (required) or write_file (optional) so "
+            "an edit never overwrites a change you have not seen. A binary file shows only its "
+            "size and revision. For a directory use list_directory."
+        ),
+        parameters=ReadFileArguments.model_json_schema(),
+        concurrency=Concurrency.PARALLEL_SAFE,
+    )
+    arguments: ClassVar[type[Arguments]] = ReadFileArguments
+
+    def assess(self, arguments: ReadFileArguments) -> CallAssessment:
+        """The one file the call reads."""
+        return CallAssessment(
+            targets=(PathTarget(argument="path", raw=arguments.path, operation=FileOperation.READ),)
+        )
+
+    async def run(self, arguments: ReadFileArguments, run: ToolRun) -> ToolOutput:
+        """Read the window of lines the arguments ask for."""
+        return await anyio.to_thread.run_sync(partial(_read, arguments, run.targets["path"]))
+
+
+def _read(arguments: ReadFileArguments, target: BoundTarget) -> ToolOutput:
+    last = arguments.start_line + arguments.limit - 1
+    lines = _Lines(arguments.start_line, last)
+    try:
+        fd = open_regular(target.real)
+    except OSError as error:
+        output = refusal(target.path, error, "use list_directory")
+        if output is None:
+            raise
+        return output
+    try:
+        size = os.fstat(fd).st_size
+        binary: list[bool] = []
+
+        def chunks() -> Iterator[bytes]:
+            for chunk in read_chunks(fd):
+                if not binary:
+                    binary.append(b"\0" in chunk[:BINARY_SNIFF_BYTES])
+                if not binary[0]:
+                    lines.feed(chunk)
+                yield chunk
+
+        revision = revision_of_chunks(chunks())
+    finally:
+        os.close(fd)
+    total = lines.finish()
+    header = f"path: {target.path}  revision: {revision}"
+    if binary and binary[0]:
+        text = f"{header}\nbinary file ({size} bytes); content not shown"
+    elif total == 0:
+        text = f"{header}  empty file (0 lines)"
+    elif arguments.start_line > total:
+        return ToolOutput(
+            text=f"start_line {arguments.start_line} is past the end of {target.path} "
+            f"({total} lines)",
+            outcome=OutcomeCategory.INVALID_INPUT,
+        )
+    else:
+        text = _numbered(header, lines, arguments.start_line, min(last, total), total)
+    return ToolOutput(text=text, file_activity=(activity(target),))
+
+
+def _numbered(header: str, lines: _Lines, first: int, last: int, total: int) -> str:
+    shown = first + len(lines.kept) - 1
+    parts = [f"{header}  lines {first}-{shown} of {total}", *lines.kept]
+    if shown < last:
+        parts.append(f"... output stopped after {MAX_CONTENT_BYTES} bytes of lines")
+    if shown < total:
+        parts.append(f"... {total - shown} more lines; continue with start_line={shown + 1}")
+    return "\n".join(parts)

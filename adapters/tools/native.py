@@ -1,0 +1,123 @@
+"""Native tool calls and tool listings for the command line, through the same pipeline.
+
+A native call is journaled like any model-authored one: it runs in a run of its own in the
+named session (or a new one), and that run ends when the call returns. Adapter layer.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from pydantic import ValidationError
+
+from adapters import wiring
+from adapters.errors import InvalidToolCallError
+from adapters.home import Home
+from adapters.journal.writer import SessionWriter
+from adapters.tools.approvers import StandingApprover, TerminalApprover
+from adapters.tools.context import PipelinePolicy
+from adapters.tools.dispatcher import Dispatcher
+from adapters.tools.runs import begin_run, end_run
+from domain.ids import CallId, SessionId
+from domain.ports import Approver
+from domain.session.values import ApprovalVerdict, Audience, RunEndReason, ToolCallRequest
+from domain.tools.definition import ToolDefinition
+from domain.tools.exposure import Visibility, exposure
+from domain.tools.result import ToolResult
+
+
+@dataclass(frozen=True)
+class NativeCall:
+    """A finished native call: where it ran and its one result."""
+
+    session_id: SessionId
+    run_id: str
+    result: ToolResult
+
+
+@dataclass(frozen=True)
+class ToolListing:
+    """Each registered tool with its definition facts and its visibility."""
+
+    audience: Audience
+    session_id: SessionId | None
+    rows: list[dict[str, Any]]
+
+
+def list_tools(home: Home, session: str | None, audience: Audience | None) -> ToolListing:
+    """What is exposed, and why not, for a session or for an audience (default personal)."""
+    config = wiring.home_config(home)
+    tools = wiring.first_party_tools(config)
+    policy = wiring.pipeline_policy(home, config)
+    loaded: frozenset[str] = frozenset()
+    session_id: SessionId | None = None
+    if session is not None:
+        session_id = wiring.open_reader(home).resolve_session(session)
+        journal = wiring.open_journal(home)
+        try:
+            found = journal.session(session_id)
+        finally:
+            journal.close()
+        audience, loaded = found.audience, found.loaded_tools
+    audience = audience or Audience.PERSONAL
+    views = {v.name: v for v in exposure(tools.registry, policy.exposure, audience, loaded)}
+    rows = [_row(definition, views[definition.name], policy) for definition in tools.registry]
+    return ToolListing(audience=audience, session_id=session_id, rows=rows)
+
+
+def _row(definition: ToolDefinition, view: Visibility, policy: PipelinePolicy) -> dict[str, Any]:
+    mode = policy.exposure.approval_mode(definition)
+    return {
+        "name": definition.name,
+        "loading": str(definition.loading),
+        "concurrency": str(definition.concurrency),
+        "approval": "none" if mode is None else str(mode),
+        "policy_visible": view.policy_visible,
+        "in_request": view.in_request,
+        "reason": view.reason,
+    }
+
+
+def call_tool(
+    home: Home,
+    tool: str,
+    arguments: dict[str, Any],
+    session: str | None,
+    *,
+    approve: bool,
+) -> NativeCall:
+    """Run one native call through the pipeline and end its run."""
+    config = wiring.home_config(home)
+    try:
+        request = ToolCallRequest(call_id=CallId("cli_pending"), name=tool, arguments=arguments)
+    except ValidationError as error:
+        msg = f"cannot call {tool!r}: {error.errors()[0]['msg']}"
+        raise InvalidToolCallError(msg) from None
+    session_id = None if session is None else wiring.open_reader(home).resolve_session(session)
+    journal = wiring.open_journal(home)
+    try:
+        run = begin_run(journal, home.root, session_id)
+        approver: Approver | None = None
+        if approve:
+            approver = StandingApprover(ApprovalVerdict.APPROVED, "cli --approve")
+        elif sys.stdin.isatty():
+            approver = TerminalApprover("cli terminal")
+        dispatcher = Dispatcher(
+            SessionWriter(journal),
+            wiring.first_party_tools(config),
+            wiring.pipeline_policy(home, config),
+            approver,
+        )
+        request = request.model_copy(update={"call_id": CallId(f"cli_{run.run_id.hex[:12]}")})
+        reason = RunEndReason.ABORT
+        try:
+            result = anyio.run(dispatcher.call, run, request)
+            reason = RunEndReason.NATURAL
+        finally:
+            end_run(journal, run, reason)
+    finally:
+        journal.close()
+    return NativeCall(session_id=run.session_id, run_id=str(run.run_id), result=result)

@@ -1,0 +1,64 @@
+"""The `[tools]` section of config.toml: roots, approvals, exposure, shell; adapter layer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from domain.authorization.facts import canonical
+from domain.session.values import ApprovalMode, Audience, FileOperation
+
+DEFAULT_SHELL_TIMEOUT = 60
+MIN_SECRET_LENGTH = 4
+"""Shorter values would redact ordinary words; they are refused in configuration."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RootSetting(_Section):
+    """A configured trusted root: a directory, the operations it allows and for whom."""
+
+    path: str
+    operations: tuple[FileOperation, ...] = (FileOperation.READ,)
+    audiences: tuple[Audience, ...] = (Audience.PERSONAL,)
+
+    @field_validator("path")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        expanded = str(Path(value).expanduser())
+        if not expanded.startswith("/"):
+            msg = f"root {value!r} must be an absolute path (or start with ~)"
+            raise ValueError(msg)
+        return canonical(expanded)
+
+
+class AudienceSetting(_Section):
+    """Which tools one audience sees: all (allow unset) or the named ones, minus deny."""
+
+    allow: tuple[str, ...] | None = None
+    deny: tuple[str, ...] = ()
+
+
+class ShellSettings(_Section):
+    """Extra hard-deny rules, the reviewed-safe phrases (None keeps the defaults) and timeouts."""
+
+    hard_deny: tuple[str, ...] = ()
+    reviewed_safe: tuple[str, ...] | None = None
+    default_timeout_seconds: int = Field(default=DEFAULT_SHELL_TIMEOUT, ge=1, le=600)
+
+
+class ToolSettings(_Section):
+    """Everything configurable about the tool pipeline."""
+
+    roots: tuple[RootSetting, ...] = ()
+    approval: dict[str, ApprovalMode] = Field(default_factory=dict)
+    features: tuple[str, ...] = ()
+    audiences: dict[Audience, AudienceSetting] = Field(default_factory=dict)
+    redact_env: tuple[str, ...] = ()
+    """Names of environment variables whose values are redacted from every result."""
+    inline_limit: int = Field(default=16_000, ge=1_000, le=1_000_000)
+    approval_timeout_seconds: int = Field(default=300, ge=1, le=86_400)
+    shell: ShellSettings = ShellSettings()

@@ -1,0 +1,1 @@
+"""Authorization of tool calls as pure decisions: paths, roots and approvals; domain layer."""

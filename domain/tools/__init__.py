@@ -1,0 +1,1 @@
+"""Tool definitions, the registry, exposure and result shaping; domain layer."""

@@ -1,0 +1,503 @@
+"""The dispatcher on a real journal: each way a call can end, read back from the journal."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import anyio
+import pytest
+
+from adapters.tools.approvers import StandingApprover
+from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
+from domain.session.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    AttemptDenied,
+    AuthorizationAttemptStarted,
+    CorrectionIssued,
+    PolicyEvaluated,
+    ToolReceiptRecorded,
+    ToolSchemaLoaded,
+    WorkingContextChanged,
+)
+from domain.session.values import (
+    ApprovalMode,
+    ApprovalScope,
+    ApprovalVerdict,
+    AttemptEnd,
+    Audience,
+    DenialCategory,
+    OutcomeCategory,
+    PolicyDecision,
+    RemediationCode,
+)
+from domain.tools.exposure import ExposurePolicy
+from tests.pipeline import ALL, Pipeline, approving, make_pipeline
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Run the async tests on asyncio."""
+    return "asyncio"
+
+
+@pytest.fixture
+def pipeline(tmp_path: Path):
+    """A pipeline with no configured roots: the session's envelope is its only root."""
+    built = make_pipeline(tmp_path)
+    yield built
+    built.close()
+
+
+def _of(pipeline: Pipeline, kind: type) -> list:
+    return [e for e in pipeline.events() if isinstance(e, kind)]
+
+
+def _terminal_events(pipeline: Pipeline) -> list:
+    kinds = (ToolReceiptRecorded, AttemptDenied, CorrectionIssued)
+    return [e for e in pipeline.events() if isinstance(e, kinds)]
+
+
+class BlockingApprover:
+    """An operator who never answers until cancelled."""
+
+    def available(self) -> bool:
+        """Someone is there."""
+        return True
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalAnswer | None:
+        """Wait forever."""
+        del request
+        await anyio.sleep_forever()
+        return None
+
+    async def report(self, request: ApprovalRequest) -> None:
+        """Nothing to report."""
+        del request
+
+
+class SwappingApprover(StandingApprover):
+    """Approves, but first swaps the call's directory for a link to somewhere else."""
+
+    def __init__(self, directory: Path, elsewhere: Path) -> None:
+        super().__init__(ApprovalVerdict.APPROVED, "swapping operator")
+        self.directory = directory
+        self.elsewhere = elsewhere
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalAnswer | None:
+        """Swap, then approve."""
+        shutil.rmtree(self.directory)
+        self.directory.symlink_to(self.elsewhere)
+        return await super().ask(request)
+
+
+# -- denied ------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_denied_call_is_journaled_with_its_category_and_never_runs(pipeline) -> None:
+    """A read outside every root ends as a denial; the journal holds the decision and why."""
+    result = await pipeline.call("read_file", path="/etc/hostname")
+    assert AttemptEnd.DENIED == result.end
+    assert DenialCategory.OUTSIDE_ROOTS == result.denial
+    [decision] = _of(pipeline, PolicyEvaluated)
+    assert (PolicyDecision.DENY, "path access (read)") == (decision.decision, decision.rule)
+    [denied] = _of(pipeline, AttemptDenied)
+    assert DenialCategory.OUTSIDE_ROOTS == denied.category
+    assert "/etc/hostname" in denied.detail
+    assert [] == _of(pipeline, ToolReceiptRecorded)
+
+
+@pytest.mark.anyio
+async def test_the_database_is_denied_even_under_a_configured_root(tmp_path: Path) -> None:
+    """A root over the whole home still cannot open the journal or its WAL."""
+    pipeline = make_pipeline(tmp_path, roots=[(tmp_path, ALL)])
+    try:
+        for name in ("ledgerclaw.db", "ledgerclaw.db-wal", "config.toml"):
+            result = await pipeline.call("read_file", path=str(pipeline.home.root / name))
+            assert DenialCategory.PROTECTED_PATH == result.denial
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_an_unknown_tool_is_denied_as_not_exposed(pipeline) -> None:
+    """A name that is not registered is refused before any authorization."""
+    result = await pipeline.call("delete_everything")
+    assert DenialCategory.NOT_EXPOSED == result.denial
+    assert "no such tool" in result.text
+
+
+@pytest.mark.anyio
+async def test_a_hidden_tool_is_denied_for_its_audience(tmp_path: Path) -> None:
+    """Public sessions do not see the shell, so a shell call is not exposed."""
+    pipeline = make_pipeline(tmp_path, audience=Audience.PUBLIC, approver=approving())
+    try:
+        result = await pipeline.call("shell_execute", command="ls")
+        assert DenialCategory.NOT_EXPOSED == result.denial
+        assert "denied for public sessions" in result.text
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_invalid_arguments_are_a_receipt_not_an_exception(pipeline) -> None:
+    """Missing and mistyped arguments end the attempt with an invalid_input receipt."""
+    result = await pipeline.call("read_file", start_line="first")
+    assert (AttemptEnd.RECEIPT, OutcomeCategory.INVALID_INPUT) == (result.end, result.outcome)
+    assert "path" in result.text
+    assert [] == _of(pipeline, PolicyEvaluated)
+    [receipt] = _of(pipeline, ToolReceiptRecorded)
+    assert OutcomeCategory.INVALID_INPUT == receipt.outcome
+
+
+# -- approved, rejected, no one to ask ---------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_an_approved_call_records_request_decision_and_receipt(tmp_path: Path) -> None:
+    """A shell command that needs consent runs after approval, all in one attempt."""
+    approver = approving()
+    pipeline = make_pipeline(tmp_path, approver=approver)
+    try:
+        result = await pipeline.call("shell_execute", command="touch made.txt")
+        assert OutcomeCategory.SUCCESS == result.outcome
+        assert (pipeline.workspace / "made.txt").exists()
+        [requested] = _of(pipeline, ApprovalRequested)
+        [decided] = _of(pipeline, ApprovalDecided)
+        [receipt] = _of(pipeline, ToolReceiptRecorded)
+        assert ApprovalMode.REQUEST == requested.mode
+        assert (ApprovalVerdict.APPROVED, "test operator") == (decided.verdict, decided.decided_by)
+        assert {result.attempt_id} == {requested.attempt_id, decided.attempt_id, receipt.attempt_id}
+        assert 1 == len(_of(pipeline, AuthorizationAttemptStarted))
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_a_rejected_call_is_denied_and_never_runs(tmp_path: Path) -> None:
+    """A rejection ends the attempt as approval_rejected; the command never ran."""
+    pipeline = make_pipeline(tmp_path, approver=approving(ApprovalVerdict.REJECTED))
+    try:
+        result = await pipeline.call("shell_execute", command="touch made.txt")
+        assert DenialCategory.APPROVAL_REJECTED == result.denial
+        assert not (pipeline.workspace / "made.txt").exists()
+        assert [] == _of(pipeline, ToolReceiptRecorded)
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_a_call_that_needs_consent_is_denied_when_no_one_can_be_asked(pipeline) -> None:
+    """Without an approver the call is denied at once instead of hanging."""
+    result = await pipeline.call("shell_execute", command="touch made.txt")
+    assert DenialCategory.NO_APPROVER == result.denial
+    assert not (pipeline.workspace / "made.txt").exists()
+    assert [] == _of(pipeline, ApprovalRequested)
+
+
+@pytest.mark.anyio
+async def test_a_reviewed_safe_command_runs_without_asking(tmp_path: Path) -> None:
+    """`ls` is reviewed-safe: allowed by that rule, and the operator is never asked."""
+    approver = approving()
+    pipeline = make_pipeline(tmp_path, approver=approver)
+    try:
+        result = await pipeline.call("shell_execute", command="ls")
+        assert OutcomeCategory.SUCCESS == result.outcome
+        [decision] = _of(pipeline, PolicyEvaluated)
+        assert "reviewed-safe: ls" == decision.rule
+        assert [] == approver.asked
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_a_session_approval_covers_the_same_command_only(tmp_path: Path) -> None:
+    """Approving for the session lets the same command run again unasked, not another one."""
+
+    class SessionApprover(StandingApprover):
+        async def ask(self, request: ApprovalRequest) -> ApprovalAnswer | None:
+            self.asked.append(request)
+            return ApprovalAnswer(
+                verdict=ApprovalVerdict.APPROVED,
+                decided_by="operator",
+                scope=ApprovalScope.SESSION,
+            )
+
+    approver = SessionApprover(ApprovalVerdict.APPROVED, "operator")
+    pipeline = make_pipeline(tmp_path, approver=approver)
+    try:
+        await pipeline.call("shell_execute", command="touch a.txt")
+        second = await pipeline.call("shell_execute", command="touch a.txt")
+        assert OutcomeCategory.SUCCESS == second.outcome
+        assert 1 == len(approver.asked)
+        assert "standing approval" == _of(pipeline, PolicyEvaluated)[-1].rule
+        await pipeline.call("shell_execute", command="touch b.txt")
+        assert 2 == len(approver.asked)
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_an_unparseable_command_is_approved_once_only(tmp_path: Path) -> None:
+    """A command with `$` needs approval and can never be granted beyond this call."""
+    approver = approving()
+    pipeline = make_pipeline(tmp_path, approver=approver)
+    try:
+        result = await pipeline.call("shell_execute", command="echo $TMPDIR")
+        assert str(pipeline.run.tmp_dir) in result.text
+        assert "" == approver.asked[0].grant_key
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_report_mode_runs_without_waiting_and_tells_the_operator(tmp_path: Path) -> None:
+    """Report mode allows the call at once and reports it to the approver."""
+    approver = approving()
+    pipeline = make_pipeline(
+        tmp_path,
+        approver=approver,
+        exposure=ExposurePolicy(approval_modes={"write_file": ApprovalMode.REPORT}),
+    )
+    try:
+        result = await pipeline.call("write_file", path="a.txt", content="x")
+        assert OutcomeCategory.SUCCESS == result.outcome
+        assert ([], 1) == (approver.asked, len(approver.reported))
+        assert ApprovalMode.REPORT == _of(pipeline, PolicyEvaluated)[0].approval_mode
+    finally:
+        pipeline.close()
+
+
+# -- the approval-then-swap race -----------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_directory_swapped_for_a_link_during_approval_is_denied(tmp_path: Path) -> None:
+    """After approval the target is resolved again; a swapped-in link is target_changed."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    pipeline = make_pipeline(tmp_path)
+    data = pipeline.workspace / "data"
+    data.mkdir()
+    swapper = SwappingApprover(data, outside)
+    pipeline.dispatcher.approver = swapper
+    pipeline.dispatcher.policy = pipeline.dispatcher.policy.__class__(
+        **{
+            **pipeline.dispatcher.policy.__dict__,
+            "exposure": ExposurePolicy(approval_modes={"write_file": ApprovalMode.REQUEST}),
+        }
+    )
+    try:
+        result = await pipeline.call("write_file", path="data/secret.txt", content="x")
+        assert DenialCategory.TARGET_CHANGED == result.denial
+        assert not (outside / "secret.txt").exists()
+        assert [ApprovalDecided] == [type(e) for e in _of(pipeline, ApprovalDecided)]
+        [denied] = _of(pipeline, AttemptDenied)
+        assert DenialCategory.TARGET_CHANGED == denied.category
+        assert [] == _of(pipeline, ToolReceiptRecorded)
+    finally:
+        pipeline.close()
+
+
+# -- corrected ---------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_deferred_tool_gets_a_load_tool_correction_then_works(pipeline) -> None:
+    """find_files is deferred: the first call is corrected, load_tool makes it callable."""
+    (pipeline.workspace / "a.py").write_text("x")
+    corrected = await pipeline.call("find_files", pattern="*.py")
+    assert (AttemptEnd.CORRECTED, RemediationCode.LOAD_TOOL) == (
+        corrected.end,
+        corrected.remediation,
+    )
+    assert "Next action: call load_tool" in corrected.text
+    [correction] = _of(pipeline, CorrectionIssued)
+    assert RemediationCode.LOAD_TOOL == correction.remediation
+    loaded = await pipeline.call("load_tool", name="find_files")
+    assert OutcomeCategory.SUCCESS == loaded.outcome
+    assert ["find_files"] == [e.tool_name for e in _of(pipeline, ToolSchemaLoaded)]
+    found = await pipeline.call("find_files", pattern="*.py")
+    assert OutcomeCategory.SUCCESS == found.outcome
+    assert "a.py" in found.text
+
+
+@pytest.mark.anyio
+async def test_a_stale_revision_is_a_recoverable_correction(pipeline) -> None:
+    """edit_file with an old revision runs, changes nothing, and says to read again."""
+    target = pipeline.workspace / "notes.txt"
+    target.write_text("one\n")
+    result = await pipeline.call(
+        "edit_file", path="notes.txt", old_text="one", new_text="two", revision="sha256:0"
+    )
+    assert OutcomeCategory.RECOVERABLE_CORRECTION == result.outcome
+    assert RemediationCode.REFRESH_FILE_REVISION == result.remediation
+    assert "Next action: call read_file" in result.text
+    assert "one\n" == target.read_text()
+    [receipt] = _of(pipeline, ToolReceiptRecorded)
+    assert RemediationCode.REFRESH_FILE_REVISION == receipt.remediation
+
+
+@pytest.mark.anyio
+async def test_the_presenter_keeps_the_result_when_the_named_tool_is_hidden(
+    tmp_path: Path,
+) -> None:
+    """With read_file hidden, a stale revision gets its facts but no instruction."""
+    pipeline = make_pipeline(
+        tmp_path,
+        exposure=ExposurePolicy(approval_modes={"read_file": ApprovalMode.DENY}),
+    )
+    try:
+        (pipeline.workspace / "notes.txt").write_text("one\n")
+        result = await pipeline.call(
+            "edit_file", path="notes.txt", old_text="one", new_text="two", revision="sha256:0"
+        )
+        assert OutcomeCategory.RECOVERABLE_CORRECTION == result.outcome
+        assert "Next action" not in result.text
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_no_relative_base_is_a_set_working_directory_correction(pipeline) -> None:
+    """Without a project or workspace directory a relative path cannot be resolved."""
+    shutil.rmtree(pipeline.workspace)
+    result = await pipeline.call("read_file", path="notes.txt")
+    assert RemediationCode.SET_WORKING_DIRECTORY == result.remediation
+    assert "Next action: call set_working_directory" in result.text
+
+
+# -- spilled -----------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_large_result_is_spilled_and_read_back_by_call_id(tmp_path: Path) -> None:
+    """Output past the inline bound is kept whole; tool_output_read reads it by call id."""
+    pipeline = make_pipeline(tmp_path, inline_limit=1000)
+    try:
+        lines = [f"line {n:05d} " + "x" * 40 for n in range(200)]
+        (pipeline.workspace / "big.txt").write_text("\n".join(lines) + "\n")
+        request = pipeline.request("read_file", path="big.txt")
+        result = await pipeline.dispatcher.call(pipeline.run, request)
+        assert result.spill_id is not None
+        assert "Next action: call tool_output_read" in result.text
+        assert str(pipeline.run.envelope.root) not in result.text.split("\n", 1)[1]
+        assert "spills" not in result.text
+        [receipt] = _of(pipeline, ToolReceiptRecorded)
+        assert result.spill_id == receipt.spill_id
+        window = await pipeline.call(
+            "tool_output_read", call_id=request.call_id, start=1000, limit=500
+        )
+        assert OutcomeCategory.SUCCESS == window.outcome
+        assert "line 0000" not in window.text
+        assert "next start: 1500" in window.text
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_secrets_are_redacted_before_bounding_and_spilling(tmp_path: Path) -> None:
+    """An exact secret value never reaches the result, inline or spilled."""
+    secret = "hunter2-very-secret"
+    pipeline = make_pipeline(tmp_path, secrets=frozenset({secret}), inline_limit=1000)
+    try:
+        (pipeline.workspace / "a.txt").write_text(f"token={secret}\n" * 100)
+        result = await pipeline.call("read_file", path="a.txt")
+        assert secret not in result.text
+        assert "[redacted]" in result.text
+        spilled = (pipeline.run.envelope.spills / f"{result.spill_id}.txt").read_text()
+        assert secret not in spilled
+    finally:
+        pipeline.close()
+
+
+# -- cancelled ---------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_call_records_a_cancelled_receipt(tmp_path: Path) -> None:
+    """Cancelling a running command kills it and ends the attempt as cancelled."""
+    pipeline = make_pipeline(tmp_path, approver=approving())
+    try:
+        with anyio.move_on_after(1.0) as scope:
+            await pipeline.call("shell_execute", command="sleep 30")
+        assert scope.cancelled_caught
+        [receipt] = _of(pipeline, ToolReceiptRecorded)
+        assert OutcomeCategory.CANCELLED == receipt.outcome
+        assert 1 == len(_terminal_events(pipeline))
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_cancelling_while_waiting_for_approval_ends_the_attempt(tmp_path: Path) -> None:
+    """A call cancelled during its approval wait is cancelled, never run, never left open."""
+    pipeline = make_pipeline(tmp_path, approver=BlockingApprover())
+    try:
+        with anyio.move_on_after(0.3):
+            await pipeline.call("shell_execute", command="touch late.txt")
+        assert not (pipeline.workspace / "late.txt").exists()
+        [receipt] = _of(pipeline, ToolReceiptRecorded)
+        assert OutcomeCategory.CANCELLED == receipt.outcome
+        assert [] == pipeline.journal.session(pipeline.run.session_id).open_attempts()
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_an_unanswered_approval_expires(tmp_path: Path) -> None:
+    """The approval wait is bounded: no answer in time denies the call as expired."""
+    pipeline = make_pipeline(tmp_path, approver=BlockingApprover(), approval_timeout_seconds=0.2)
+    try:
+        result = await pipeline.call("shell_execute", command="touch late.txt")
+        assert DenialCategory.APPROVAL_EXPIRED == result.denial
+        [decided] = _of(pipeline, ApprovalDecided)
+        assert (ApprovalVerdict.EXPIRED, "timeout") == (decided.verdict, decided.decided_by)
+    finally:
+        pipeline.close()
+
+
+# -- working context ---------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_successful_file_calls_move_the_working_context(tmp_path: Path) -> None:
+    """Writes, reads and a project declaration update the context; replay agrees."""
+    project = tmp_path / "project"
+    project.mkdir()
+    pipeline = make_pipeline(tmp_path, roots=[(tmp_path / "project", ALL)])
+    try:
+        await pipeline.call("write_file", path="a.txt", content="a")
+        declared = await pipeline.call("set_working_directory", path=str(project))
+        assert OutcomeCategory.SUCCESS == declared.outcome
+        await pipeline.call("write_file", path="b.txt", content="b")
+        assert (project / "b.txt").exists()
+        await pipeline.call("read_file", path="/etc/hostname")
+        live = pipeline.journal.session(pipeline.run.session_id).working_context
+        assert os.path.realpath(project) == live.project_directory
+        assert (
+            os.path.realpath(project / "b.txt"),
+            os.path.realpath(pipeline.workspace / "a.txt"),
+        ) == live.recent_files
+        assert 3 == len(_of(pipeline, WorkingContextChanged))
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_parallel_safe_calls_of_a_batch_each_get_one_result(pipeline) -> None:
+    """A batch returns one result per call, in order, whatever ran together."""
+    (pipeline.workspace / "a.txt").write_text("a\n")
+    calls = [
+        pipeline.request("read_file", path="a.txt"),
+        pipeline.request("list_directory"),
+        pipeline.request("read_file", path="/etc/hostname"),
+        pipeline.request("write_file", path="b.txt", content="b"),
+        pipeline.request("grep", pattern="a"),
+    ]
+    results = await pipeline.dispatcher.call_batch(pipeline.run, calls)
+    assert [c.call_id for c in calls] == [r.call_id for r in results]
+    assert 5 == len(_terminal_events(pipeline))

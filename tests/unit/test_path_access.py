@@ -1,0 +1,195 @@
+"""The pure path access decision, relative base selection and approval grant coverage."""
+
+from __future__ import annotations
+
+import pytest
+
+from domain.authorization.approvals import covering_grant, grant_key
+from domain.authorization.facts import LinkFact, PathFacts, canonical, is_within
+from domain.authorization.path_access import PathAllowed, PathDenied, decide_path
+from domain.authorization.relative_base import BaseCandidate, join_base, select_base
+from domain.authorization.roots import (
+    ALL_OPERATIONS,
+    READ_ONLY,
+    ProtectedPaths,
+    RootKind,
+    TrustedRoot,
+    roots_for,
+)
+from domain.session.values import ApprovalGrant, Audience, DenialCategory, FileOperation
+
+ROOT = TrustedRoot(path="/work", real="/work", kind=RootKind.CONFIGURED, operations=ALL_OPERATIONS)
+DOCS = TrustedRoot(path="/docs", real="/docs", kind=RootKind.CONFIGURED, operations=READ_ONLY)
+LINKED = TrustedRoot(
+    path="/home/me/proj", real="/data/proj", kind=RootKind.CONFIGURED, operations=ALL_OPERATIONS
+)
+PROTECTED = ProtectedPaths(
+    files=frozenset({"/home/me/.ledgerclaw/ledgerclaw.db"}),
+    trees=frozenset({"/home/me/.ledgerclaw/keys"}),
+    identities=frozenset({"1:99"}),
+)
+READ, WRITE = FileOperation.READ, FileOperation.WRITE
+
+
+def facts(
+    path: str, real: str | None = None, *links: LinkFact, identity: str | None = None
+) -> PathFacts:
+    """Facts for a path whose real location is `real` (itself by default)."""
+    return PathFacts(
+        canonical=path, real=path if real is None else real, links=links, identity=identity
+    )
+
+
+def decide(found: PathFacts, operation: FileOperation = READ) -> PathAllowed | PathDenied:
+    """Decide against the three test roots."""
+    return decide_path(found, operation, [ROOT, DOCS, LINKED], PROTECTED)
+
+
+def test_a_path_under_a_root_that_grants_the_operation_is_allowed() -> None:
+    """Allowed, naming the root that granted it and the real location checked."""
+    decision = decide(facts("/work/a/b.txt"), WRITE)
+    assert isinstance(decision, PathAllowed)
+    assert (ROOT, "/work/a/b.txt") == (decision.root, decision.real)
+
+
+@pytest.mark.parametrize(
+    ("found", "operation", "category"),
+    [
+        (facts("/etc/passwd"), READ, DenialCategory.OUTSIDE_ROOTS),
+        (facts("/workshop/x"), READ, DenialCategory.OUTSIDE_ROOTS),
+        (facts("/docs/a.md"), WRITE, DenialCategory.OUTSIDE_ROOTS),
+        (
+            facts("/work/l/x", "/etc/x", LinkFact(at="/work/l", resolves_to="/etc")),
+            READ,
+            DenialCategory.LINK_BOUNDARY,
+        ),
+        (
+            facts("/work/loop", None, LinkFact(at="/work/loop", resolves_to=None)),
+            READ,
+            DenialCategory.LINK_BOUNDARY,
+        ),
+        (
+            facts("/work/x", None).model_copy(update={"real": None}),
+            READ,
+            DenialCategory.LINK_BOUNDARY,
+        ),
+        (facts("/home/me/.ledgerclaw/ledgerclaw.db"), READ, DenialCategory.PROTECTED_PATH),
+        (facts("/home/me/.ledgerclaw/keys/id"), READ, DenialCategory.PROTECTED_PATH),
+        (
+            facts("/work/db", "/home/me/.ledgerclaw/ledgerclaw.db"),
+            READ,
+            DenialCategory.PROTECTED_PATH,
+        ),
+        (facts("/work/hardlink", identity="1:99"), READ, DenialCategory.PROTECTED_PATH),
+    ],
+    ids=[
+        "outside",
+        "sibling-prefix",
+        "read-only-root",
+        "link-leaves-root",
+        "link-loop",
+        "unresolvable",
+        "database",
+        "key-store",
+        "link-to-database",
+        "hard-link-to-database",
+    ],
+)
+def test_denials_carry_their_category(
+    found: PathFacts, operation: FileOperation, category: DenialCategory
+) -> None:
+    """Each way out of the roots is denied with its own category and a detail."""
+    decision = decide(found, operation)
+    assert isinstance(decision, PathDenied)
+    assert category == decision.category
+    assert decision.detail
+
+
+def test_a_read_only_root_names_itself_in_the_denial() -> None:
+    """A write under a read-only root says which root refused it."""
+    decision = decide(facts("/docs/a.md"), WRITE)
+    assert isinstance(decision, PathDenied)
+    assert "configured root /docs, which does not allow write" in decision.detail
+
+
+def test_a_root_reached_through_a_link_works_both_ways() -> None:
+    """Paths through the root's link and through its real location are both allowed."""
+    through = facts(
+        "/home/me/proj/a", "/data/proj/a", LinkFact(at="/home/me/proj", resolves_to="/data/proj")
+    )
+    assert decide(through).allowed
+    assert decide(facts("/data/proj/a")).allowed
+
+
+def test_a_link_that_leaves_and_returns_is_still_denied() -> None:
+    """A component that resolved outside the root denies the path even if it ends inside."""
+    found = facts(
+        "/work/out/back/x",
+        "/work/a/x",
+        LinkFact(at="/work/out", resolves_to="/elsewhere/o"),
+        LinkFact(at="/elsewhere/o/back", resolves_to="/work/a"),
+    )
+    assert DenialCategory.LINK_BOUNDARY == decide(found).category
+
+
+def test_a_link_inside_the_root_to_inside_the_root_is_allowed() -> None:
+    """Links are fine while they stay within the root."""
+    found = facts("/work/l/x", "/work/a/x", LinkFact(at="/work/l", resolves_to="/work/a"))
+    assert decide(found).allowed
+
+
+def test_roots_are_given_per_audience() -> None:
+    """A root configured for personal sessions is not a public session's root."""
+    personal_only = ROOT.model_copy(update={"audiences": frozenset({Audience.PERSONAL})})
+    assert () == roots_for(Audience.PUBLIC, [personal_only])
+    assert (personal_only,) == roots_for(Audience.PERSONAL, [personal_only])
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("/a/./b/../c", "/a/c"), ("//a//b/", "/a/b"), ("/..", "/"), ("/a/b/..", "/a")],
+)
+def test_canonical_form_has_no_dot_or_empty_segments(raw: str, expected: str) -> None:
+    """Lexical normalization of absolute paths."""
+    assert expected == canonical(raw)
+
+
+def test_within_compares_whole_segments() -> None:
+    """`/work-other` is not within `/work`; everything is within `/`."""
+    assert (True, False, True) == (
+        is_within("/work/a", "/work"),
+        is_within("/work-other", "/work"),
+        is_within("/x", "/"),
+    )
+
+
+def test_the_project_is_the_first_base_then_the_workspace() -> None:
+    """An available project wins; an unavailable one falls back; none gives no base."""
+    project = BaseCandidate(path="/work/p", available=True)
+    gone = BaseCandidate(path="/work/p", available=False)
+    workspace = BaseCandidate(path="/s/workspace", available=True)
+    assert "/work/p" == select_base(project, workspace)
+    assert "/s/workspace" == select_base(gone, workspace)
+    assert select_base(gone, BaseCandidate(path=None, available=False)) is None
+    assert ("/x", "/b/x", None) == (
+        join_base("/x", None),
+        join_base("x", "/b"),
+        join_base("x", None),
+    )
+
+
+def test_a_shell_grant_key_is_the_exact_command() -> None:
+    """Approving `git status` for the session never covers `git push`."""
+    status = grant_key("shell_execute", (("git", "status"),))
+    grants = [ApprovalGrant(key=status)]
+    assert covering_grant(grants, status, []) is not None
+    assert covering_grant(grants, grant_key("shell_execute", (("git", "push"),)), []) is None
+    assert covering_grant(grants, "", []) is None
+
+
+def test_a_directory_grant_covers_only_calls_wholly_inside_it() -> None:
+    """Every target must lie under the granted directory, and there must be one."""
+    grants = [ApprovalGrant(key="write_file", directory="/work/docs")]
+    assert covering_grant(grants, "write_file", ["/work/docs/a.md"]) is not None
+    assert covering_grant(grants, "write_file", ["/work/docs/a.md", "/work/b"]) is None
+    assert covering_grant(grants, "write_file", []) is None
