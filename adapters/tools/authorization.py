@@ -8,6 +8,7 @@ base, every path, then approval (mode, reviewed-safe, standing grants, an approv
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,11 +30,12 @@ from domain.session.values import (
     ToolCallRequest,
     ToolReceipt,
 )
-from domain.tools.exposure import exposure
-from domain.tools.registry import ToolRegistry
+from domain.tools.exposure import Visibility
 from domain.tools.remediation import present
 from domain.tools.result import ToolResult
 
+Views = Callable[[Audience, frozenset[str]], dict[str, Visibility]]
+"""Every tool's visibility, by name, for an audience and a set of loaded tools."""
 NO_BASE = "No project or session directory is available for a relative path."
 
 
@@ -45,6 +47,8 @@ class Plan:
     audience: Audience
     project: str | None
     loaded_tools: frozenset[str]
+    scope: PathScope | None = None
+    """The roots and base the targets were decided against; revalidation reuses them."""
     result: ToolResult | None = None
     targets: tuple[BoundTarget, ...] = ()
     assessment: CallAssessment = field(default_factory=CallAssessment)
@@ -70,14 +74,14 @@ class Authorization:
     def __init__(
         self,
         policy: PipelinePolicy,
-        registry: ToolRegistry,
+        views: Views,
         run: RunScope,
         decoded: DecodedCall,
         *,
         can_ask: bool,
     ) -> None:
         self.policy = policy
-        self.registry = registry
+        self.views = views
         self.run = run
         self.attempt_id = decoded.attempt_id
         self.call = decoded.call
@@ -92,12 +96,7 @@ class Authorization:
         """Start the attempt and record its decision on `session`."""
         run_id, attempt_id, call = self.run.run_id, self.attempt_id, self.call
         session.start_attempt(run_id, attempt_id, call.call_id, call.name)
-        views = {
-            v.name: v
-            for v in exposure(
-                self.registry, self.policy.exposure, session.audience, session.loaded_tools
-            )
-        }
+        views = self.views(session.audience, session.loaded_tools)
         visible = frozenset(name for name, v in views.items() if v.in_request)
         context = (
             session.working_context
@@ -130,7 +129,8 @@ class Authorization:
         if assessment.deny is not None:
             category, detail = assessment.deny
             return self._deny(session, plan, category, "tool policy", detail)
-        resolution = resolve_targets(assessment.targets, self.scope(plan))
+        plan.scope = self.scope(plan)
+        resolution = resolve_targets(assessment.targets, plan.scope)
         if resolution.no_base:
             return self._correct(session, plan, RemediationCode.SET_WORKING_DIRECTORY, NO_BASE)
         if resolution.denied is not None:
@@ -162,17 +162,15 @@ class Authorization:
         plan.mode = mode
         if mode is ApprovalMode.DENY:
             return self._deny(session, plan, DenialCategory.POLICY, "approval mode", "mode is deny")
+        if mode is None:
+            return self._allow(session, plan, "paths allowed")
         request = self._request(plan, mode, forced=forced)
-        if mode in (None, ApprovalMode.REPORT):
-            plan.report = request if mode is ApprovalMode.REPORT else None
-            return self._allow(session, plan, "paths allowed" if mode is None else "report mode")
-        if assessment.reviewed_safe and not forced:
-            return self._allow(session, plan, f"reviewed-safe: {assessment.reviewed_safe}")
-        targets = [target.path for target in plan.targets]
-        grant = covering_grant(session.approval_grants, request.grant_key, targets)
-        if grant is not None:
-            where = f" under {grant.directory}" if grant.directory else ""
-            return self._allow(session, plan, f"standing approval{where}")
+        if mode is ApprovalMode.REPORT:
+            plan.report = request
+            return self._allow(session, plan, "report mode")
+        standing = self._standing_rule(session, plan, request, forced=forced)
+        if standing:
+            return self._allow(session, plan, standing)
         if not self.can_ask:
             detail = "operator approval is needed and no one can be asked"
             return self._deny(session, plan, DenialCategory.NO_APPROVER, "approval", detail)
@@ -189,7 +187,19 @@ class Authorization:
         plan.approval = request
         return plan
 
-    def _request(self, plan: Plan, mode: ApprovalMode | None, *, forced: bool) -> ApprovalRequest:
+    def _standing_rule(
+        self, session: Session, plan: Plan, request: ApprovalRequest, *, forced: bool
+    ) -> str:
+        """The rule that answers the approval question without asking, if any."""
+        if plan.assessment.reviewed_safe and not forced:
+            return f"reviewed-safe: {plan.assessment.reviewed_safe}"
+        targets = [target.path for target in plan.targets]
+        grant = covering_grant(session.approval_grants, request.grant_key, targets)
+        if grant is None:
+            return ""
+        return "standing approval" + (f" under {grant.directory}" if grant.directory else "")
+
+    def _request(self, plan: Plan, mode: ApprovalMode, *, forced: bool) -> ApprovalRequest:
         call, assessment = self.call, plan.assessment
         key = "" if forced else grant_key(call.name, assessment.grant_argv)
         summary = assessment.summary or f"{call.name} {', '.join(t.path for t in plan.targets)}"
@@ -200,7 +210,7 @@ class Authorization:
             tool_name=call.name,
             summary=summary[:2000],
             targets=tuple(target.path for target in plan.targets),
-            mode=mode or ApprovalMode.REPORT,
+            mode=mode,
             grant_key=key,
         )
 

@@ -38,6 +38,7 @@ from domain.session.values import (
     ApprovalVerdict,
     AttemptEnd,
     AttemptStatus,
+    Audience,
     DenialCategory,
     FileOperation,
     OutcomeCategory,
@@ -47,13 +48,15 @@ from domain.session.values import (
     ToolReceipt,
 )
 from domain.tools.concurrency import batches
-from domain.tools.exposure import Visibility, visibility
+from domain.tools.exposure import Visibility, exposure, visibility
 from domain.tools.output import bound, redact, spill_notice
 from domain.tools.remediation import present
 from domain.tools.result import ToolResult
 
 T = TypeVar("T")
 TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
+EXPOSURE_CACHE = 256
+"""Distinct (audience, loaded tools) pairs whose exposure a dispatcher remembers."""
 
 _REJECTED = {
     ApprovalVerdict.REJECTED: DenialCategory.APPROVAL_REJECTED,
@@ -76,6 +79,8 @@ class Dispatcher:
         self.policy = policy
         self.approver = approver
         self._environment = dict(os.environ)
+        # Exposure depends only on configuration, audience and loaded tools.
+        self._exposure_cache: dict[tuple[Audience, frozenset[str]], dict[str, Visibility]] = {}
 
     # -- entry points ----------------------------------------------------------------------
 
@@ -83,9 +88,7 @@ class Dispatcher:
         """Run one call through the whole pipeline; the one result it gets."""
         decoded = self._decode(call)
         can_ask = self.approver is not None and self.approver.available()
-        authorization = Authorization(
-            self.policy, self.tools.registry, run, decoded, can_ask=can_ask
-        )
+        authorization = Authorization(self.policy, self._views, run, decoded, can_ask=can_ask)
         plan = await self._write(run, authorization)
         if plan.result is not None:
             return plan.result
@@ -116,6 +119,17 @@ class Dispatcher:
                 tasks.start_soon(one, index, call)
         return [found[index] for index in range(len(group))]
 
+    def _views(self, audience: Audience, loaded: frozenset[str]) -> dict[str, Visibility]:
+        """Every tool's visibility for an audience and loaded set, computed once per pair."""
+        key = (audience, loaded)
+        found = self._exposure_cache.get(key)
+        if found is None:
+            views = exposure(self.tools.registry, self.policy.exposure, audience, loaded)
+            found = {view.name: view for view in views}
+            if len(self._exposure_cache) < EXPOSURE_CACHE:
+                self._exposure_cache[key] = found
+        return found
+
     # -- steps -----------------------------------------------------------------------------
 
     def _decode(self, call: ToolCallRequest) -> DecodedCall:
@@ -143,7 +157,7 @@ class Dispatcher:
                 return denied
         if plan.report is not None and self.approver is not None:
             await self.approver.report(plan.report)
-        scope = authorization.scope(plan)
+        scope = plan.scope or authorization.scope(plan)
         targets = await self._revalidate(run, authorization, plan, scope)
         if isinstance(targets, ToolResult):
             return targets

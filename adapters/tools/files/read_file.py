@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from functools import partial
 from typing import ClassVar
@@ -120,8 +121,27 @@ class ReadFile:
         )
 
     async def run(self, arguments: ReadFileArguments, run: ToolRun) -> ToolOutput:
-        """Read the window of lines the arguments ask for."""
-        return await anyio.to_thread.run_sync(partial(_read, arguments, run.targets["path"]))
+        """Read the window of lines the arguments ask for.
+
+        A small regular file is read right away: that costs less than the round trip to a
+        worker thread. Anything else is read in a worker thread.
+        """
+        read = partial(_read, arguments, run.targets["path"])
+        if _small(run.targets["path"].real):
+            return read()
+        return await anyio.to_thread.run_sync(read)
+
+
+INLINE_BYTES = 64 * 1024
+"""Regular files up to this size are read on the event loop."""
+
+
+def _small(real: str) -> bool:
+    try:
+        info = os.stat(real)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_size <= INLINE_BYTES
 
 
 def _read(arguments: ReadFileArguments, target: BoundTarget) -> ToolOutput:
