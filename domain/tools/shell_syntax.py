@@ -1,0 +1,288 @@
+"""Shell syntax: read a command line into simple commands and the paths they name; domain layer."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import NamedTuple
+
+_QUOTED = "\x01"
+_FD = "\x02"
+_OPERATOR_CHARS = frozenset("();<>|&")
+_SEPARATORS = frozenset({";", "&", "&&", "|", "||", "|&"})
+_ENDINGS = frozenset({";", "&"})
+_REDIRECTIONS = frozenset({"<", ">", ">>", ">|", "<>", "&>", "&>>", ">&", "<&"})
+_WRITING_REDIRECTIONS = frozenset({">", ">>", ">|", "<>", "&>", "&>>"})
+_DUPLICATIONS = frozenset({">&", "<&"})
+_RESERVED_WORDS = frozenset(
+    {"!", "{", "}", "[[", "case", "coproc", "do", "done", "elif", "else", "esac", "fi"}
+    | {"for", "function", "if", "select", "then", "until", "while"}
+)
+
+_FD_NUMBER = re.compile(r"(?<![^ \t();<>|&])[0-9]+(?=[<>])")
+_DESCRIPTOR = re.compile(r"[0-9]+-?|-")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+GLOB = re.compile(r"[*?\[]")
+"""A glob character: `*`, `?` or `[`."""
+_ROUGH_TOKEN = re.compile(r"[();<>|&\n]+|[^\s();<>|&]+")
+_RUN_TIME_MARKERS = (
+    ("$", "'$' expands parameters or substitutes commands when the shell runs"),
+    ("`", "backticks substitute commands when the shell runs"),
+)
+
+
+def run_time_problem(command: str) -> str:
+    """Why `command` is empty or means something only when the shell runs it; empty if neither."""
+    if not command.strip(" \t"):
+        return "the command is empty"
+    return next((problem for marker, problem in _RUN_TIME_MARKERS if marker in command), "")
+
+
+# Reading tokens. shlex removes quotes, so a quoted ";" and the operator ";" come out alike, and
+# it drops whitespace, so `2>x` and `2 >x` do too. A second pass over a masked copy, in which
+# every quoted character is a placeholder, tells which tokens the shell sees as operators.
+
+
+class _Kind(StrEnum):
+    WORD = "word"
+    OPERATOR = "operator"
+    FD = "fd"
+    """The descriptor number written against a redirection, as the 2 in `2>err`."""
+
+
+class _Token(NamedTuple):
+    text: str
+    """The word after quote removal, or the operator."""
+    kind: _Kind
+    plain: str
+    """The token as written, with every quoted or escaped character masked."""
+
+
+def _lexer(text: str) -> shlex.shlex:
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    # A `#` starts a comment only at the start of a word, which shlex does not know.
+    lexer.commenters = ""
+    return lexer
+
+
+def _mask(command: str) -> str:
+    """`command` with quotes, escapes and quoted characters masked; same length, same splits."""
+    masked: list[str] = []
+    quote = ""
+    escaped = False
+    for char in command:
+        if escaped:
+            escaped = False
+        elif char == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        else:
+            masked.append(char)
+            continue
+        masked.append(_QUOTED)
+    return _FD_NUMBER.sub(lambda number: _FD * len(number[0]), "".join(masked))
+
+
+def _kind_of(plain: str) -> _Kind:
+    if plain and all(char in _OPERATOR_CHARS for char in plain):
+        return _Kind.OPERATOR
+    if plain and all(char == _FD for char in plain):
+        return _Kind.FD
+    return _Kind.WORD
+
+
+def tokens(command: str) -> list[_Token]:
+    """Split `command` as the shell would; raise ValueError when that cannot be done reliably."""
+    texts = list(_lexer(command))
+    plains = list(_lexer(_mask(command)))
+    if len(texts) != len(plains):
+        msg = "quoting and operators do not line up"
+        raise ValueError(msg)
+    return [_Token(text, _kind_of(plain), plain) for text, plain in zip(texts, plains, strict=True)]
+
+
+def rough_tokens(command: str) -> list[_Token]:
+    """A best-effort split of a command shlex cannot read, enough to look for hard-deny rules."""
+    words = _ROUGH_TOKEN.findall(re.sub(r"[\"'\\]", "", command))
+    return [
+        _Token(word, _Kind.OPERATOR if word[0] in "();<>|&\n" else _Kind.WORD, word)
+        for word in words
+    ]
+
+
+@dataclass
+class Simple:
+    """One simple command: its argv and its redirections."""
+
+    argv: list[str] = field(default_factory=list)
+    redirections: list[tuple[str, str]] = field(default_factory=list)
+    globbed: bool = False
+    """Whether an argument holds an unquoted glob, which the shell may expand into options."""
+
+    @property
+    def empty(self) -> bool:
+        """Whether the command has no words and no redirections yet."""
+        return not self.argv and not self.redirections
+
+
+@dataclass
+class Reading:
+    """The simple commands, the paths in the order written, and the first problem found."""
+
+    commands: list[Simple] = field(default_factory=lambda: [Simple()])
+    separators: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    problem: str = ""
+
+    def fail(self, problem: str) -> None:
+        """Record `problem`, unless an earlier one is recorded already."""
+        self.problem = self.problem or problem
+
+    def add_word(self, token: _Token) -> None:
+        """Append a word to the current simple command and note the paths it names."""
+        simple = self.commands[-1]
+        self.fail(_word_problem(token, first=not simple.argv))
+        in_prelude = all(_ASSIGNMENT.match(word) for word in simple.argv)
+        simple.globbed = simple.globbed or bool(simple.argv and GLOB.search(token.plain))
+        simple.argv.append(token.text)
+        self.paths.extend(_paths_in_word(token.text, command_word=in_prelude))
+
+    def redirect(self, operator: str, target: str) -> None:
+        """Add a redirection to the current simple command and note the file it names."""
+        self.commands[-1].redirections.append((operator, target))
+        if not _duplicates(operator, target):
+            self.paths.append(_before_glob(target))
+
+    def separate(self, operator: str) -> None:
+        """End the current simple command at `operator` and start the next one."""
+        if operator not in _SEPARATORS:
+            self.fail(_operator_problem(operator))
+        if self.commands[-1].empty:
+            self.fail(f"no command before {operator!r}")
+        self.separators.append(operator)
+        self.commands.append(Simple())
+
+    def finish(self, pending: str) -> None:
+        """End the reading; `pending` is a redirection operator still waiting for its target."""
+        if pending:
+            self.fail(f"{pending!r} has no target")
+        if not self.commands[-1].empty:
+            return
+        self.commands.pop()
+        if not self.separators:
+            self.fail("the command is empty")
+        elif self.separators[-1] not in _ENDINGS:
+            self.fail(f"no command after {self.separators[-1]!r}")
+
+
+def read(tokens: Sequence[_Token]) -> Reading:
+    """Group `tokens` into simple commands, noting the paths they name and the first problem."""
+    reading = Reading()
+    pending = ""
+    for token in tokens:
+        if pending and token.kind is _Kind.WORD:
+            reading.fail(_word_problem(token, first=False))
+            reading.redirect(pending, token.text)
+            pending = ""
+            continue
+        if pending:
+            reading.fail(f"{pending!r} has no target")
+            pending = ""
+        if token.kind is _Kind.WORD:
+            reading.add_word(token)
+        elif token.kind is _Kind.OPERATOR and token.text in _REDIRECTIONS:
+            pending = token.text
+        elif token.kind is _Kind.OPERATOR:
+            reading.separate(token.text)
+    reading.finish(pending)
+    return reading
+
+
+def _word_problem(token: _Token, *, first: bool) -> str:
+    plain = token.plain
+    if plain.startswith("#"):
+        return "comments are not supported"
+    if ("{" in plain or "}" in plain) and plain != "{}":
+        return "braces (grouping or brace expansion) are not supported"
+    if plain.startswith(("~+", "~-")):
+        return "'~+' and '~-' name the shell's directories at run time"
+    if first and plain in _RESERVED_WORDS:
+        return f"compound commands ({plain!r}) are not supported"
+    if first and GLOB.search(plain):
+        return "the shell expands a glob in a command name when it runs"
+    return ""
+
+
+def _operator_problem(operator: str) -> str:
+    if "(" in operator or ")" in operator:
+        return "subshells and process substitution are not supported"
+    if operator.startswith("<<"):
+        return "here-documents are not supported"
+    return f"unknown operator {operator!r}"
+
+
+def _duplicates(operator: str, target: str) -> bool:
+    """Whether a redirection copies or closes a descriptor (`2>&1`, `>&-`) instead of a file."""
+    return operator in _DUPLICATIONS and _DESCRIPTOR.fullmatch(target) is not None
+
+
+def skip_prelude(argv: Sequence[str]) -> Sequence[str]:
+    """`argv` without leading `NAME=value` assignments and reserved words such as `then`."""
+    start = 0
+    while start < len(argv) and (argv[start] in _RESERVED_WORDS or _ASSIGNMENT.match(argv[start])):
+        start += 1
+    return argv[start:]
+
+
+def writes(operator: str, target: str) -> bool:
+    """Whether a redirection writes to a file, rather than reading one or copying a descriptor."""
+    return operator in _WRITING_REDIRECTIONS or (
+        operator == ">&" and not _duplicates(operator, target)
+    )
+
+
+# Paths.
+
+
+def _paths_in_word(word: str, *, command_word: bool) -> list[str]:
+    """The paths one argv word names; empty strings stand for none.
+
+    An argument names a path when it contains `/` or starts with `.` or `~`, and so may the
+    part after its first `=`; for an option (`--name=value`, `-Ivalue`) or a leading assignment
+    only the value is judged. A command name names a path only when it contains `/`. A glob
+    names the directory before its first glob character, if any.
+    """
+    if command_word and _ASSIGNMENT.match(word):
+        return [_path_named_by(word.partition("=")[2])]
+    if command_word:
+        return [_before_glob(word)] if "/" in word else []
+    if word.startswith("-"):
+        return [_path_named_by(_option_value(word))]
+    return [_path_named_by(word), _path_named_by(word.partition("=")[2])]
+
+
+def _option_value(option: str) -> str:
+    if option.startswith("--"):
+        return option.partition("=")[2]
+    return option[2:]
+
+
+def _path_named_by(word: str) -> str:
+    if "/" in word or word.startswith((".", "~")):
+        return _before_glob(word)
+    return ""
+
+
+def _before_glob(path: str) -> str:
+    """`path` itself, or for a glob the directory part before the first glob character."""
+    glob = GLOB.search(path)
+    if glob is None:
+        return path
+    return path[: path.rfind("/", 0, glob.start()) + 1]
