@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from adapters.config import Config, load_config
 from adapters.fs.facts import file_identity
@@ -53,7 +54,13 @@ def open_journal(home: Home) -> SqliteJournal:
 def protected_paths(home: Home) -> ProtectedPaths:
     """The home's control-plane files and secret stores, by path and by file identity."""
     files = [canonical(str(path)) for path in home.protected_files]
-    identities = {file_identity(path) for path in home.protected_files}
+    inside_trees = [
+        Path(directory, name)
+        for tree in home.protected_trees
+        for directory, _, names in os.walk(tree)
+        for name in names
+    ]
+    identities = {file_identity(path) for path in (*home.protected_files, *inside_trees)}
     return ProtectedPaths(
         files=frozenset(files),
         trees=frozenset(canonical(str(path)) for path in home.protected_trees),

@@ -82,8 +82,10 @@ def _resolve(path: str, links: list[LinkFact], hops: list[int]) -> str:
         try:
             mode = os.lstat(candidate).st_mode
         except OSError:
-            # Missing (or unreadable): the rest is taken lexically from here.
-            return canonical("/".join([candidate, *parts]))
+            # Missing (or unreadable): keep walking, as the kernel would once it exists, so
+            # a later `..` climbs back and a link after it is still met and recorded.
+            current = candidate
+            continue
         if not stat.S_ISLNK(mode):
             current = candidate
             continue

@@ -88,13 +88,15 @@ def build_scope(
         *configured_roots(settings),
     ]
     roots = list(roots_for(audience, roots))
-    project_available = False
-    if project is not None:
+    # The project is the base whenever it is a directory; whether it still grants anything
+    # is a separate question, so a project that now leads outside denies its relative paths
+    # instead of silently falling back to the workspace.
+    project_available = project is not None and os.path.isdir(project)
+    if project is not None and project_available:
         declared = decide_path(
             gather_facts(project), FileOperation.DECLARE_PROJECT_SCOPE, roots, protected
         )
-        if declared.allowed and os.path.isdir(project):
-            project_available = True
+        if declared.allowed:
             roots.append(
                 TrustedRoot(
                     path=project,

@@ -5,8 +5,9 @@ Rules, in order:
 2. a protected path is denied, looked up by its lexical and real location, by every place a
    link on the way leads to, and by file identity;
 3. the path must lie, lexically or really, under a trusted root that allows the operation;
-4. every link below that root must lead inside the root's real location, and so must the
-   path itself (the link boundary).
+4. every link below that root must lead inside the root's real location, no link may be met
+   outside the root (other than the root's own link or its ancestors), and the path itself
+   must really be inside the root (the link boundary).
 Approval never changes this decision; a denial is terminal.
 """
 
@@ -110,6 +111,11 @@ def _link_boundary_problem(facts: PathFacts, root: TrustedRoot) -> str:
         )
         if inside and link.resolves_to and not is_within(link.resolves_to, root.real):
             return f"{link.at} is a link that leaves {root.describe()} (to {link.resolves_to})"
+        on_the_way = is_within(root.path, link.at) or is_within(root.real, link.at)
+        if not inside and not on_the_way:
+            # A link met outside the root: the walk left the root somewhere, even if it
+            # came back in.
+            return f"{facts.canonical} passes through {link.at}, outside {root.describe()}"
     if facts.real is not None and not is_within(facts.real, root.real):
         return f"{facts.canonical} really is {facts.real}, outside {root.describe()}"
     return ""
