@@ -1,0 +1,299 @@
+"""Benchmark of the governed tool pipeline: durable `read_file` calls beside their ceilings.
+
+Run from the repository root: `.venv/bin/python bench/dispatch.py [--calls N] [--quick]`.
+
+For each durability (`full`, `normal`) every repeat sets up four cases in a fresh temporary
+directory and runs them in turns, BLOCKS blocks in a rotating order, so that each case meets
+the same disk conditions (fsync latency drifts a lot on a shared disk):
+
+* pipeline, 1 session: `Dispatcher.call` of `read_file` on a 10-line file in the session's
+  workspace, one call after another, on a SQLite journal with that durability;
+* pipeline, 16 sessions: as many calls over 16 sessions of another journal, one anyio task
+  per session calling in sequence; the writer's group commit may put several sessions in
+  one transaction, and its average batch size is printed;
+* direct read: the same file opened, read and closed, with no pipeline;
+* bare sqlite3 ceiling: two single-row transactions per call (BEGIN, INSERT of a 300-byte
+  row into the library's `stored_events` schema, COMMIT) on a WAL connection with the same
+  `synchronous`: a crash-safe call needs its attempt durable before it runs and its
+  receipt durable after, so two commits per call is the floor of any durable pipeline.
+
+Each figure is the median over the repeats; tables go to stdout. Nothing asserts a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import itertools
+import os
+import sqlite3
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import ExitStack, closing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+from rich.console import Console
+from rich.table import Table
+
+BENCH_DIR = Path(__file__).resolve().parent
+if str(BENCH_DIR) not in sys.path:
+    sys.path.insert(0, str(BENCH_DIR))
+
+from paths import DDL, INSERT, workdir  # noqa: E402 - the bench directory is on sys.path from here on
+
+from adapters import wiring  # noqa: E402
+from adapters.config import Config, Durability, JournalSettings  # noqa: E402
+from adapters.home import Home, ensure_home  # noqa: E402
+from adapters.journal.journal import SqliteJournal  # noqa: E402
+from adapters.journal.writer import SessionWriter  # noqa: E402
+from adapters.tools.context import RunScope  # noqa: E402
+from adapters.tools.dispatcher import Dispatcher  # noqa: E402
+from adapters.tools.runs import begin_run  # noqa: E402
+from domain.ids import CallId  # noqa: E402
+from domain.session.values import OutcomeCategory, ToolCallRequest  # noqa: E402
+
+SESSIONS = 16
+BLOCKS = 10
+"""The cases take turns in this many blocks of calls."""
+WARMUP = 20
+"""Untimed calls per session before the timed ones (imports, caches, kept copies)."""
+FILE_NAME = "notes.txt"
+READ = {"path": FILE_NAME}
+CALL_NUMBERS = itertools.count()  # call ids are unique in the whole run, as a model's are
+FILE_TEXT = "".join(f"line {n}: a small text file that read_file numbers\n" for n in range(10))
+BLOB = bytes(range(256)) + bytes(44)
+"""The 300-byte state of each ceiling row."""
+CEILING_TARGET = 0.6
+"""One session must reach this share of the bare sqlite3 ceiling."""
+SCALING_TARGET = 1.5
+"""16 sessions must reach this multiple of the one-session rate."""
+LABELS = {
+    "one": "pipeline · 1 session",
+    "many": f"pipeline · {SESSIONS} sessions",
+    "direct": "direct read (open/read/close)",
+    "ceiling": "bare sqlite3 · 2 commits/call",
+}
+VERDICT = {True: "[green]met[/green]", False: "[red]NOT met[/red]"}
+
+progress = Console(stderr=True)
+
+
+@dataclass
+class Figures:
+    """One case in one run: its timed seconds, every call's latency, the average batch size."""
+
+    seconds: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    batch: float = 0.0
+    """Sessions per journal transaction in the timed part; 0 for a case without a journal."""
+
+    @property
+    def rate(self) -> float:
+        """Calls per second."""
+        return len(self.latencies) / self.seconds
+
+    def percentile(self, share: int) -> float:
+        """The latency (seconds) under which `share` percent of the calls finished."""
+        return statistics.quantiles(self.latencies, n=100, method="inclusive")[share - 1]
+
+
+@dataclass
+class Summary:
+    """Medians over the repeats of one case."""
+
+    rate: float
+    p50: float
+    p99: float
+    batch: float
+
+
+Block = Callable[[int, Figures], Awaitable[None]]
+"""Runs one block of `calls` calls of a case, adding their latencies to the figures."""
+
+
+# -- the cases --------------------------------------------------------------------------------
+
+
+def open_pipeline(
+    stack: ExitStack, root: Path, durability: Durability, sessions: int
+) -> tuple[Dispatcher, list[RunScope]]:
+    """A fresh home, its journal and dispatcher, and one run per session with the file."""
+    home = ensure_home(Home(root))
+    config = Config(journal=JournalSettings(durability=durability))
+    journal = SqliteJournal(home.database, config.journal)
+    stack.callback(journal.close)
+    tools, policy = wiring.first_party_tools(config), wiring.pipeline_policy(home, config)
+    dispatcher = Dispatcher(SessionWriter(journal), tools, policy)
+    runs = [begin_run(journal, home.root) for _ in range(sessions)]
+    for run in runs:
+        (run.envelope.workspace / FILE_NAME).write_text(FILE_TEXT)
+    return dispatcher, runs
+
+
+async def drive(dispatcher: Dispatcher, run: RunScope, calls: int, latencies: list[float]) -> None:
+    """`calls` sequential reads on `run`, each call's latency appended to `latencies`."""
+    for _ in range(calls):
+        number = next(CALL_NUMBERS)
+        call = ToolCallRequest(call_id=CallId(f"call_{number}"), name="read_file", arguments=READ)
+        started = time.perf_counter()
+        result = await dispatcher.call(run, call)
+        latencies.append(time.perf_counter() - started)
+        if result.outcome is not OutcomeCategory.SUCCESS:
+            msg = f"read_file did not succeed, so there is nothing to measure: {result.text}"
+            raise RuntimeError(msg)
+
+
+def pipeline_case(dispatcher: Dispatcher, runs: list[RunScope]) -> Block:
+    """Blocks of calls spread over the runs' sessions, one concurrent task per session."""
+
+    async def block(calls: int, figures: Figures) -> None:
+        async with anyio.create_task_group() as tasks:
+            for run in runs:
+                tasks.start_soon(drive, dispatcher, run, calls // len(runs), figures.latencies)
+
+    return block
+
+
+def sync_case(action: Callable[[], object]) -> Block:
+    """Blocks of calls of `action`, one after another, on the event loop's thread."""
+
+    async def block(calls: int, figures: Figures) -> None:
+        for _ in range(calls):
+            began = time.perf_counter()
+            action()
+            figures.latencies.append(time.perf_counter() - began)
+
+    return block
+
+
+def ceiling_action(stack: ExitStack, path: Path, durability: Durability) -> Callable[[], None]:
+    """Two single-row transactions on a bare WAL connection with the same `synchronous`."""
+    conn = stack.enter_context(closing(sqlite3.connect(path, isolation_level=None)))
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={durability.value.upper()}")
+    conn.execute(DDL)
+    versions = itertools.count(1)
+
+    def commit_twice() -> None:
+        for _ in range(2):
+            conn.execute("BEGIN")
+            conn.execute(INSERT, ("stream", next(versions), "bench.row", BLOB))
+            conn.execute("COMMIT")
+
+    return commit_twice
+
+
+async def race(root: Path, durability: Durability, calls: int) -> dict[str, Figures]:
+    """Set up the four cases under `root`, warm them up, run them in turns; their figures."""
+    with ExitStack() as stack:
+        (root / FILE_NAME).write_text(FILE_TEXT)
+        pipelines = {
+            "one": open_pipeline(stack, root / "one", durability, 1),
+            "many": open_pipeline(stack, root / "many", durability, SESSIONS),
+        }
+        cases = {
+            "ceiling": sync_case(ceiling_action(stack, root / "ceiling.db", durability)),
+            "direct": sync_case((root / FILE_NAME).read_bytes),
+            **{name: pipeline_case(*pipeline) for name, pipeline in pipelines.items()},
+        }
+        for name, block in cases.items():
+            await block(WARMUP * (SESSIONS if name == "many" else 1), Figures())
+        writers = {name: dispatcher.writer for name, (dispatcher, _) in pipelines.items()}
+        for writer in writers.values():
+            writer.batches = writer.requests = 0  # count the timed calls only
+        figures = {name: Figures() for name in cases}
+        names = list(cases)
+        gc.collect()
+        for turn in range(BLOCKS):
+            for name in names[turn % len(names) :] + names[: turn % len(names)]:
+                started = time.perf_counter()
+                await cases[name](calls // BLOCKS, figures[name])
+                figures[name].seconds += time.perf_counter() - started
+        for name, writer in writers.items():
+            figures[name].batch = writer.requests / writer.batches
+    return figures
+
+
+# -- runs, medians, the tables ----------------------------------------------------------------
+
+
+def measure(durability: Durability, calls: int, repeat: int) -> dict[str, Summary]:
+    """The race `repeat` times in fresh directories; the medians of each case."""
+    runs: dict[str, list[Figures]] = {name: [] for name in LABELS}
+    for index in range(repeat):
+        progress.print(f"{durability}: run {index + 1}/{repeat}")
+        with workdir() as root:
+            for name, figures in anyio.run(race, root, durability, calls).items():
+                runs[name].append(figures)
+    return {
+        case: Summary(
+            rate=statistics.median(f.rate for f in figures),
+            p50=statistics.median(f.percentile(50) for f in figures),
+            p99=statistics.median(f.percentile(99) for f in figures),
+            batch=statistics.median(f.batch for f in figures),
+        )
+        for case, figures in runs.items()
+    }
+
+
+def render(console: Console, durability: Durability, results: dict[str, Summary]) -> None:
+    """One table for one durability, then a verdict line per aim."""
+    ceiling, one = results["ceiling"].rate, results["one"].rate
+    title = f"durability {durability} (synchronous={durability.value.upper()})"
+    table = Table(title=title, title_justify="left")
+    for name in ("case", "calls/s", "p50 ms", "p99 ms", "vs ceiling", "vs 1 session", "batch"):
+        table.add_column(name, justify="left" if name == "case" else "right", no_wrap=True)
+    for case in ("one", "many", "direct", "ceiling"):
+        row = results[case]
+        table.add_row(
+            LABELS[case],
+            f"{row.rate:,.0f}",
+            f"{row.p50 * 1000:.3f}",
+            f"{row.p99 * 1000:.3f}",
+            f"{row.rate / ceiling:.2f}x",
+            f"{row.rate / one:.2f}x",
+            f"{row.batch:.2f}" if row.batch else "—",
+        )
+    console.print(table)
+    share, scaling = one / ceiling, results["many"].rate / one
+    console.print(
+        f"1 session / ceiling = {share:.2f} (aim >= {CEILING_TARGET:.1f}): "
+        f"{VERDICT[share >= CEILING_TARGET]}; "
+        f"{SESSIONS} sessions / 1 session = {scaling:.2f} (aim >= {SCALING_TARGET:.1f}): "
+        f"{VERDICT[scaling >= SCALING_TARGET]}\n",
+        highlight=False,
+    )
+
+
+def main() -> None:
+    """Parse the options, measure both durabilities, print the tables."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=4000, help="timed calls per case")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per durability (median)")
+    parser.add_argument("--quick", action="store_true", help="320 calls, 1 run: a smoke check")
+    args = parser.parse_args()
+    calls, repeat = (320, 1) if args.quick else (args.calls, args.repeat)
+    calls = max(unit := SESSIONS * BLOCKS, calls - calls % unit)
+    load_before, started = os.getloadavg()[0], time.perf_counter()
+    results = {d: measure(d, calls, repeat) for d in (Durability.FULL, Durability.NORMAL)}
+    console = Console(width=max(Console().width, 112))
+    elapsed, version = time.perf_counter() - started, sqlite3.sqlite_version
+    title = f"{calls:,} read_file calls per case, median of {repeat} run(s), SQLite {version}"
+    console.print(f"ledgerclaw dispatch benchmark: {title}, WAL, {elapsed:.0f} s\n")
+    for durability, summary in results.items():
+        render(console, durability, summary)
+    console.print(
+        f"The cases take turns in {BLOCKS} blocks after {WARMUP} untimed calls per session; "
+        "calls/s from the blocks' wall time, latency per call; batch = sessions per journal "
+        f"transaction (SessionWriter requests / batches). 1-minute load average "
+        f"{load_before:.2f} before, {os.getloadavg()[0]:.2f} after, on {os.cpu_count()} CPUs.",
+        highlight=False,
+    )
+
+
+if __name__ == "__main__":
+    main()
