@@ -173,7 +173,11 @@ def _value(member: StrEnum | None) -> str:
 
 
 def _attempts(state: SessionState) -> Table:
-    attempts = Table(title="authorization attempts", title_justify="left")
+    earlier = state.ended_attempts - sum(1 for a in state.attempts.values() if a.end is not None)
+    title = "authorization attempts" + (
+        f" ({earlier} earlier ended ones not shown)" if earlier else ""
+    )
+    attempts = Table(title=title, title_justify="left")
     for column in ("attempt", "call", "tool", "status", "decision", "end", "outcome"):
         attempts.add_column(column, no_wrap=column in ("attempt", "status"))
     for a in state.attempts.values():

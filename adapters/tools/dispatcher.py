@@ -30,7 +30,7 @@ from adapters.tools.spills import read_spill, write_spill
 from adapters.tools.toolset import ToolSet
 from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
 from domain.authorization.path_access import PathAccessDecision
-from domain.ids import AttemptId, SpillId
+from domain.ids import AttemptId, CallId, SpillId
 from domain.ports import Approver
 from domain.session.aggregate import Session
 from domain.session.values import (
@@ -272,14 +272,10 @@ class Dispatcher:
         def reader(call_id: str, start: int, limit: int) -> tuple[str, int | None, int] | None:
             # Read rarely, so the session is loaded afresh rather than kept per call.
             session = self.writer.journal.session(run.session_id)
-            spills = [
-                a.spill_id
-                for a in session.attempts.values()
-                if a.call_id == call_id and a.spill_id is not None
-            ]
-            if not spills:
+            spill_id = session.spills.get(CallId(call_id))
+            if spill_id is None:
                 return None
-            return read_spill(run.envelope.spills, spills[-1], start, limit)
+            return read_spill(run.envelope.spills, spill_id, start, limit)
 
         return reader
 

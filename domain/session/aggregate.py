@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import singledispatchmethod
 
 from domain.base import Aggregate, DomainEvent
-from domain.ids import AttemptId, CallId, RunId, SessionId
+from domain.ids import AttemptId, CallId, RunId, SessionId, SpillId
 from domain.session import errors
 from domain.session.events import (
     ApprovalDecided,
@@ -33,6 +33,7 @@ from domain.session.events import (
 from domain.session.state import SessionSnapshot, SessionState
 from domain.session.values import (
     NOT_RUN_OUTCOMES,
+    RECENT_ATTEMPTS_LIMIT,
     ApprovalGrant,
     ApprovalMode,
     ApprovalScope,
@@ -84,6 +85,8 @@ class Session(Aggregate):
         self.working_context = WorkingContext()
         self.approval_grants: tuple[ApprovalGrant, ...] = ()
         self.loaded_tools: frozenset[str] = frozenset()
+        self.ended_attempts = 0
+        self.spills: dict[CallId, SpillId] = {}
 
     # -- creation --------------------------------------------------------------------------
 
@@ -368,6 +371,8 @@ class Session(Aggregate):
             working_context=self.working_context,
             approval_grants=self.approval_grants,
             loaded_tools=self.loaded_tools,
+            ended_attempts=self.ended_attempts,
+            spills=dict(self.spills),
         )
 
     def open_attempts(self) -> list[AttemptState]:
@@ -400,7 +405,7 @@ class Session(Aggregate):
         self._require_writer(run_id)
         attempt = self.attempts.get(attempt_id)
         if attempt is None:
-            msg = f"no attempt {attempt_id} in this session"
+            msg = f"no attempt {attempt_id} is open or recently ended in this session"
             raise errors.UnknownAttemptError(msg)
         if attempt.run_id != run_id:
             msg = f"attempt {attempt_id} belongs to run {attempt.run_id}"
@@ -531,4 +536,15 @@ class Session(Aggregate):
         self.attempts[attempt_id] = self.attempts[attempt_id].model_copy(update=changes)
 
     def _end_attempt(self, attempt_id: AttemptId, end: AttemptEnd, **changes: object) -> None:
-        self._update_attempt(attempt_id, status=AttemptStatus.ENDED, end=end, **changes)
+        ended = self.attempts.pop(attempt_id).model_copy(
+            update={"status": AttemptStatus.ENDED, "end": end, **changes}
+        )
+        # Ended attempts move to the end, so the first ended one is the longest ended; only
+        # the latest few are kept, so state and snapshots stay small in long sessions.
+        self.attempts[attempt_id] = ended
+        if ended.spill_id is not None:
+            self.spills = {**self.spills, ended.call_id: ended.spill_id}
+        self.ended_attempts += 1
+        if self.ended_attempts > RECENT_ATTEMPTS_LIMIT:
+            oldest = next(a for a, state in self.attempts.items() if state.end is not None)
+            del self.attempts[oldest]

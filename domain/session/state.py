@@ -7,7 +7,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from domain.base import AggregateSnapshot, SnapshotState
-from domain.ids import AttemptId, RunId, SessionId
+from domain.ids import AttemptId, CallId, RunId, SessionId, SpillId
 from domain.session.values import (
     ApprovalGrant,
     AttemptState,
@@ -34,6 +34,10 @@ class SessionFields(BaseModel):
     working_context: WorkingContext
     approval_grants: tuple[ApprovalGrant, ...] = ()
     loaded_tools: frozenset[str] = frozenset()
+    ended_attempts: int = 0
+    """How many attempts ever ended; `attempts` holds the open ones and the latest ended."""
+    spills: dict[CallId, SpillId] = {}
+    """The latest spilled output of each call id."""
 
 
 class SessionState(SessionFields):

@@ -16,6 +16,8 @@ LAYOUT_VERSION_MAX = 1_000_000
 """Storage layout versions are small integers; anything larger is a mistake."""
 RECENT_FILES_LIMIT = 20
 """How many recently used files the working context keeps."""
+RECENT_ATTEMPTS_LIMIT = 64
+"""How many ended attempts a session's state keeps beside its open ones; the journal keeps all."""
 
 ToolName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.\-/]{1,128}$")]
 

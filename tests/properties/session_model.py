@@ -14,6 +14,7 @@ from domain.errors import DomainError
 from domain.ids import AttemptId, RunId, SessionId
 from domain.session import errors
 from domain.session.values import (
+    RECENT_ATTEMPTS_LIMIT,
     RECENT_FILES_LIMIT,
     AttemptEnd,
     AttemptStatus,
@@ -156,11 +157,18 @@ class SessionModelMixin:
     def _end_attempt(
         self, model: Model, attempt_id: AttemptId, end: AttemptEnd, **changes: Any
     ) -> None:
+        """End an attempt; like the session, keep only the latest ended ones, newest last."""
         self._update_attempt(model, attempt_id, status=AttemptStatus.ENDED, end=end, **changes)
+        attempts = model["attempts"]
+        attempts[attempt_id] = attempts.pop(attempt_id)
+        model["ended"] = model.get("ended", 0) + 1
+        if model["ended"] > RECENT_ATTEMPTS_LIMIT:
+            oldest = next(a for a, v in attempts.items() if v["status"] is AttemptStatus.ENDED)
+            del attempts[oldest]
 
     def _end_run(self, model: Model, run_id: RunId, reason: RunEndReason) -> None:
         """Open attempts of the run end first: allowed ones unknown, the others denied."""
-        for attempt_id, attempt in model["attempts"].items():
+        for attempt_id, attempt in list(model["attempts"].items()):
             if attempt["run"] != run_id or attempt["status"] is AttemptStatus.ENDED:
                 continue
             allowed = attempt["status"] is AttemptStatus.ALLOWED

@@ -7,7 +7,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from domain.ids import AttemptId, SessionId, SpillId
 from domain.session import errors
+from domain.session.aggregate import Session
 from domain.session.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -21,6 +23,7 @@ from domain.session.events import (
     WorkingContextChanged,
 )
 from domain.session.values import (
+    RECENT_ATTEMPTS_LIMIT,
     RECENT_FILES_LIMIT,
     ApprovalGrant,
     ApprovalMode,
@@ -28,12 +31,14 @@ from domain.session.values import (
     ApprovalVerdict,
     AttemptEnd,
     AttemptStatus,
+    Audience,
     DenialCategory,
     FileActivity,
     FileOperation,
     OutcomeCategory,
     PolicyDecision,
     RemediationCode,
+    SessionKind,
     ToolReceipt,
 )
 from tests.unit.session_story import (
@@ -468,3 +473,27 @@ def test_loading_a_tool_schema_is_recorded_once() -> None:
     assert [ToolSchemaLoaded] == kinds(new)
     assert frozenset({"grep"}) == after(given, new).loaded_tools
     assert [] == when([*given, *new], lambda s: s.load_tool_schema(RUN, "grep"))
+
+
+def test_only_the_latest_ended_attempts_stay_in_the_state() -> None:
+    """Long sessions keep a bounded state: open attempts plus the latest ended ones."""
+    session = Session.open(SessionId.new(), "k", SessionKind.MAIN, Audience.PERSONAL)
+    writer()(session)
+    ids = [AttemptId.new() for _ in range(RECENT_ATTEMPTS_LIMIT + 6)]
+    spilled = ToolReceipt(outcome=OutcomeCategory.SUCCESS, spill_id=SpillId.new())
+    for attempt_id in ids:
+        evaluated(PolicyDecision.ALLOW, attempt_id)(session)
+        session.record_receipt(RUN, attempt_id, spilled)
+    still_open = AttemptId.new()
+    evaluated(PolicyDecision.ALLOW, still_open)(session)
+    state = session.state()
+    assert (RECENT_ATTEMPTS_LIMIT + 6, RECENT_ATTEMPTS_LIMIT + 1) == (
+        state.ended_attempts,
+        len(state.attempts),
+    )
+    assert set(ids[6:]) | {still_open} == set(state.attempts)
+    assert {CALL: spilled.spill_id} == state.spills
+    with pytest.raises(errors.UnknownAttemptError):
+        session.record_receipt(RUN, ids[0], spilled)
+    with pytest.raises(errors.AttemptAlreadyEndedError):
+        session.record_receipt(RUN, ids[-1], spilled)
