@@ -14,7 +14,7 @@ from typing import Any
 
 from adapters.tools.base import BoundTarget, CallAssessment, Tool
 from adapters.tools.context import PipelinePolicy, RunScope
-from adapters.tools.resolution import PathScope, build_scope, resolve_targets
+from adapters.tools.resolution import PathScope, build_scope, resolve_targets, run_roots
 from domain.authorization.approvals import ApprovalRequest, covering_grant, grant_key
 from domain.ids import AttemptId
 from domain.session.aggregate import Session
@@ -142,11 +142,13 @@ class Authorization:
 
     def scope(self, plan: Plan) -> PathScope:
         """The roots and base of this call, from the filesystem as it is now."""
+        if self.run.roots is None:
+            self.run.roots = run_roots(self.run.envelope, self.policy.roots)
         return build_scope(
             plan.audience,
-            self.run.envelope,
+            self.run.roots,
+            self.run.envelope.workspace,
             plan.project,
-            self.policy.roots,
             self.policy.protected,
         )
 

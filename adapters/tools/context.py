@@ -7,7 +7,7 @@ from pathlib import Path
 
 from adapters.fs.envelope import Envelope
 from adapters.tools.settings import RootSetting
-from domain.authorization.roots import ProtectedPaths
+from domain.authorization.roots import ProtectedPaths, TrustedRoot
 from domain.ids import RunId, SessionId
 from domain.session.values import Audience, SessionKind, WorkingContext
 from domain.tools.exposure import ExposurePolicy
@@ -28,6 +28,8 @@ class RunScope:
     audience: Audience
     envelope: Envelope
     working_context: WorkingContext = field(default_factory=WorkingContext)
+    roots: tuple[TrustedRoot, ...] | None = None
+    """The envelope and configured roots, resolved on the run's first call."""
 
     @property
     def tmp_dir(self) -> Path:

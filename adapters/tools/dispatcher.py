@@ -158,9 +158,13 @@ class Dispatcher:
         if plan.report is not None and self.approver is not None:
             await self.approver.report(plan.report)
         scope = plan.scope or authorization.scope(plan)
-        targets = await self._revalidate(run, authorization, plan, scope)
-        if isinstance(targets, ToolResult):
-            return targets
+        targets = plan.targets
+        if plan.approval is not None:
+            # Time passed while a person decided: resolve and check every target again.
+            checked = await self._revalidate(run, authorization, plan, scope)
+            if isinstance(checked, ToolResult):
+                return checked
+            targets = checked
         output = await self._execute(run, authorization, targets, plan, scope)
         return await self._finish(run, attempt_id, call, output, plan.visible)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from adapters.fs.envelope import Envelope
 from adapters.fs.facts import expand_user, gather_facts, real_directory
@@ -68,25 +69,32 @@ def configured_roots(settings: Sequence[RootSetting]) -> list[TrustedRoot]:
     ]
 
 
+def run_roots(envelope: Envelope, settings: Sequence[RootSetting]) -> tuple[TrustedRoot, ...]:
+    """The envelope and the configured roots, resolved once for a run.
+
+    A root's real location is taken when the run starts. If a root's path is later pointed
+    elsewhere, paths through it no longer lead under the remembered location and are denied,
+    so remembering it can only make decisions stricter.
+    """
+    envelope_path = canonical(str(envelope.root))
+    envelope_root = TrustedRoot(
+        path=envelope_path,
+        real=real_directory(envelope_path),
+        kind=RootKind.ENVELOPE,
+        operations=ALL_OPERATIONS,
+    )
+    return (envelope_root, *configured_roots(settings))
+
+
 def build_scope(
     audience: Audience,
-    envelope: Envelope,
+    base_roots: Sequence[TrustedRoot],
+    workspace: Path,
     project: str | None,
-    settings: Sequence[RootSetting],
     protected: ProtectedPaths,
 ) -> PathScope:
     """The scope of one call: roots for the audience, project root if still valid, base."""
-    workspace = envelope.workspace
-    envelope_path = canonical(str(envelope.root))
-    roots = [
-        TrustedRoot(
-            path=envelope_path,
-            real=real_directory(envelope_path),
-            kind=RootKind.ENVELOPE,
-            operations=ALL_OPERATIONS,
-        ),
-        *configured_roots(settings),
-    ]
+    roots = base_roots
     roots = list(roots_for(audience, roots))
     # The project is the base whenever it is a directory; whether it still grants anything
     # is a separate question, so a project that now leads outside denies its relative paths

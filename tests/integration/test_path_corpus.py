@@ -37,7 +37,13 @@ from adapters.fs.envelope import Envelope
 from adapters.fs.facts import expand_user, gather_facts, real_directory
 from adapters.home import Home
 from adapters.tools.base import PathTarget
-from adapters.tools.resolution import PathScope, Resolution, build_scope, resolve_targets
+from adapters.tools.resolution import (
+    PathScope,
+    Resolution,
+    build_scope,
+    resolve_targets,
+    run_roots,
+)
 from adapters.tools.settings import RootSetting
 from adapters.wiring import protected_paths
 from domain.authorization.facts import canonical
@@ -506,8 +512,9 @@ class SessionSetup:
     def scope(self, project: Path | None) -> PathScope:
         """The scope of a call with `project` declared (or none)."""
         declared = None if project is None else canonical(str(project))
+        roots = run_roots(self.envelope, self.settings)
         return build_scope(
-            Audience.PERSONAL, self.envelope, declared, self.settings, self.protected
+            Audience.PERSONAL, roots, self.envelope.workspace, declared, self.protected
         )
 
 
