@@ -7,6 +7,8 @@ too, with a typed state per aggregate.
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, ClassVar
 from uuid import UUID
@@ -72,6 +74,29 @@ class AggregateSnapshot(DomainEvent, CanSnapshotAggregate[UUID]):
     state: SnapshotState
 
 
+_APPLIERS: dict[tuple[type, type], Callable[[Any, Any], None]] = {}
+
+
+def _applier(aggregate_type: type, event_type: type) -> Callable[[Any, Any], None]:
+    """The function `apply_event` dispatches `event_type` to, looked up once per pair.
+
+    Reading a `singledispatchmethod` through an instance builds a new bound wrapper every
+    time; replay applies every event, so the lookup is done once and remembered.
+    """
+    key = (aggregate_type, event_type)
+    found = _APPLIERS.get(key)
+    if found is None:
+        method = inspect.getattr_static(aggregate_type, "apply_event")
+        dispatcher = getattr(method, "dispatcher", None)
+        found = _call_apply_event if dispatcher is None else dispatcher.dispatch(event_type)
+        _APPLIERS[key] = found
+    return found
+
+
+def _call_apply_event(aggregate: Any, event: Any) -> None:  # noqa: ANN401 - any aggregate
+    aggregate.apply_event(event)
+
+
 class Aggregate(LibraryAggregate):
     """Base for ledgerclaw aggregates: pydantic events, typed snapshots, stable topics."""
 
@@ -80,7 +105,7 @@ class Aggregate(LibraryAggregate):
 
         def apply(self, aggregate: Any) -> None:  # noqa: ANN401 - the library's signature
             """Hand the event to the aggregate's single state-changing method."""
-            aggregate.apply_event(self)
+            _applier(type(aggregate), type(self))(aggregate, self)
 
     class Created(Event, CanInitAggregate[UUID]):
         """The first event of a stream; it names the aggregate class by topic."""
