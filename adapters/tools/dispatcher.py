@@ -12,6 +12,7 @@ by a cancellation: they are shielded and their outcome is always known.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -97,6 +98,10 @@ class Dispatcher:
         except anyio.get_cancelled_exc_class():
             await self._write(run, _cancel(run, decoded.attempt_id))
             raise
+        except Exception:
+            # Whatever failed, the attempt must not stay open until its run ends.
+            await self._write(run, _abandon(run, decoded.attempt_id))
+            raise
 
     async def call_batch(self, run: RunScope, calls: Sequence[ToolCallRequest]) -> list[ToolResult]:
         """Run calls in order; neighbouring parallel-safe calls run together."""
@@ -156,7 +161,9 @@ class Dispatcher:
             if denied is not None:
                 return denied
         if plan.report is not None and self.approver is not None:
-            await self.approver.report(plan.report)
+            # Report mode never blocks the call, so neither does a notice that fails.
+            with contextlib.suppress(Exception):
+                await self.approver.report(plan.report)
         scope = plan.scope or authorization.scope(plan)
         targets = plan.targets
         if plan.approval is not None:
@@ -171,13 +178,17 @@ class Dispatcher:
     async def _ask(self, run: RunScope, request: ApprovalRequest) -> ToolResult | None:
         """Ask the operator; None when approved, else the denial's result."""
         assert self.approver is not None  # noqa: S101 - planned only when one can be asked
-        answer: ApprovalAnswer | None
+        answer: ApprovalAnswer | None = None
+        failure = ""
         with anyio.move_on_after(self.policy.approval_timeout_seconds) as waited:
-            answer = await self.approver.ask(request)
+            try:
+                answer = await self.approver.ask(request)
+            except Exception as error:  # noqa: BLE001 - an approver that fails did not answer
+                failure = f"the approver failed: {type(error).__name__}: {error}"[:2000]
         if waited.cancelled_caught:
             answer = ApprovalAnswer(verdict=ApprovalVerdict.EXPIRED, decided_by="timeout")
         if answer is None:
-            detail = "no one answered the approval request"
+            detail = failure or "no one answered the approval request"
             await self._write(
                 run,
                 lambda s: s.deny_attempt(
@@ -339,6 +350,22 @@ def _cancel(run: RunScope, attempt_id: AttemptId) -> Callable[[Session], None]:
         if attempt is not None and attempt.status is not AttemptStatus.ENDED:
             receipt = ToolReceipt(outcome=OutcomeCategory.CANCELLED)
             session.record_receipt(run.run_id, attempt_id, receipt)
+
+    return command
+
+
+def _abandon(run: RunScope, attempt_id: AttemptId) -> Callable[[Session], None]:
+    """End the attempt of a call that failed: unknown once allowed, else denied unasked."""
+
+    def command(session: Session) -> None:
+        attempt = session.attempts.get(attempt_id)
+        if attempt is None or attempt.status is AttemptStatus.ENDED:
+            return
+        if attempt.status is AttemptStatus.ALLOWED:
+            session.mark_attempt_unknown(attempt_id, "the call failed after it was allowed")
+        else:
+            detail = "the call failed before its approval was decided"
+            session.deny_attempt(run.run_id, attempt_id, DenialCategory.NO_APPROVER, detail)
 
     return command
 

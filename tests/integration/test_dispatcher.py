@@ -501,3 +501,67 @@ async def test_parallel_safe_calls_of_a_batch_each_get_one_result(pipeline) -> N
     results = await pipeline.dispatcher.call_batch(pipeline.run, calls)
     assert [c.call_id for c in calls] == [r.call_id for r in results]
     assert 5 == len(_terminal_events(pipeline))
+
+
+class BrokenApprover(StandingApprover):
+    """An approval channel that fails whenever it is used."""
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalAnswer | None:
+        """Fail."""
+        del request
+        msg = "approval channel closed"
+        raise ConnectionError(msg)
+
+    async def report(self, request: ApprovalRequest) -> None:
+        """Fail."""
+        del request
+        msg = "approval channel closed"
+        raise ConnectionError(msg)
+
+
+@pytest.mark.anyio
+async def test_an_approver_that_fails_denies_the_call_and_closes_it(tmp_path: Path) -> None:
+    """A failing approval channel is no answer: denied, said why, nothing left open."""
+    pipeline = make_pipeline(tmp_path, approver=BrokenApprover(ApprovalVerdict.APPROVED, "x"))
+    try:
+        result = await pipeline.call("shell_execute", command="touch made.txt")
+        assert DenialCategory.NO_APPROVER == result.denial
+        assert "ConnectionError: approval channel closed" in result.text
+        assert not (pipeline.workspace / "made.txt").exists()
+        assert [] == pipeline.journal.session(pipeline.run.session_id).open_attempts()
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_a_failing_report_never_blocks_a_report_mode_call(tmp_path: Path) -> None:
+    """Report mode runs the call even when the notice cannot be delivered."""
+    pipeline = make_pipeline(
+        tmp_path,
+        approver=BrokenApprover(ApprovalVerdict.APPROVED, "x"),
+        exposure=ExposurePolicy(approval_modes={"write_file": ApprovalMode.REPORT}),
+    )
+    try:
+        result = await pipeline.call("write_file", path="a.txt", content="x")
+        assert OutcomeCategory.SUCCESS == result.outcome
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_a_call_that_fails_after_its_allow_is_closed_as_unknown(tmp_path: Path) -> None:
+    """If the pipeline itself fails after the allow, the attempt is never left open."""
+    pipeline = make_pipeline(tmp_path, inline_limit=1000)
+    try:
+        (pipeline.workspace / "big.txt").write_text("x\n" * 2000)
+        shutil.rmtree(pipeline.run.envelope.spills)
+        pipeline.run.envelope.spills.write_text("not a directory")
+        with pytest.raises(OSError, match="exists"):
+            await pipeline.call("read_file", path="big.txt")
+        [unknown] = [
+            e for e in pipeline.events() if type(e).__name__ == "AttemptOutcomeMarkedUnknown"
+        ]
+        assert "failed after it was allowed" in unknown.reason
+        assert [] == pipeline.journal.session(pipeline.run.session_id).open_attempts()
+    finally:
+        pipeline.close()
