@@ -157,22 +157,18 @@ class Authorization:
     def _approval(self, session: Session, plan: Plan) -> Plan:
         assert self.tool is not None  # noqa: S101 - checked by the caller
         assessment = plan.assessment
-        mode = self.policy.exposure.approval_mode(self.tool.definition)
+        mode = plan.mode = self.policy.exposure.approval_mode(self.tool.definition)
         forced = bool(assessment.needs_approval)
-        if forced and mode not in (ApprovalMode.REQUEST, ApprovalMode.DEFER):
-            mode = ApprovalMode.REQUEST
-        plan.mode = mode
         if mode is ApprovalMode.DENY:
             return self._deny(session, plan, DenialCategory.POLICY, "approval mode", "mode is deny")
+        if forced and mode not in (ApprovalMode.REQUEST, ApprovalMode.DEFER):
+            mode = plan.mode = ApprovalMode.REQUEST
         if mode is None:
             return self._allow(session, plan, "paths allowed")
         request = self._request(plan, mode, forced=forced)
-        if mode is ApprovalMode.REPORT:
-            plan.report = request
-            return self._allow(session, plan, "report mode")
-        standing = self._standing_rule(session, plan, request, forced=forced)
-        if standing:
-            return self._allow(session, plan, standing)
+        unasked = self._rule_without_asking(session, plan, request, forced=forced)
+        if unasked:
+            return self._allow(session, plan, unasked)
         if not self.can_ask:
             detail = "operator approval is needed and no one can be asked"
             return self._deny(session, plan, DenialCategory.NO_APPROVER, "approval", detail)
@@ -184,10 +180,22 @@ class Authorization:
             approval_mode=mode,
         )
         session.request_approval(
-            self.run.run_id, self.attempt_id, request.summary, mode, request.grant_key
+            self.run.run_id, self.attempt_id, request.summary, request.mode, request.grant_key
         )
         plan.approval = request
         return plan
+
+    def _rule_without_asking(
+        self, session: Session, plan: Plan, request: ApprovalRequest, *, forced: bool
+    ) -> str:
+        """The rule that lets the call run without a question now, or "" to ask."""
+        if plan.mode is ApprovalMode.DEFER and not forced:
+            # Deferred to the execution boundary: the tool's own policy asks when it must.
+            return "deferred to the tool's own policy"
+        if plan.mode is ApprovalMode.REPORT:
+            plan.report = request
+            return "report mode"
+        return self._standing_rule(session, plan, request, forced=forced)
 
     def _standing_rule(
         self, session: Session, plan: Plan, request: ApprovalRequest, *, forced: bool

@@ -565,3 +565,23 @@ async def test_a_call_that_fails_after_its_allow_is_closed_as_unknown(tmp_path: 
         assert [] == pipeline.journal.session(pipeline.run.session_id).open_attempts()
     finally:
         pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_defer_mode_leaves_consent_to_the_tools_own_policy(tmp_path: Path) -> None:
+    """With the shell deferred, a parsed command runs unasked; an unparseable one still asks."""
+    approver = approving()
+    pipeline = make_pipeline(
+        tmp_path,
+        approver=approver,
+        exposure=ExposurePolicy(approval_modes={"shell_execute": ApprovalMode.DEFER}),
+    )
+    try:
+        ran = await pipeline.call("shell_execute", command="touch deferred.txt")
+        assert OutcomeCategory.SUCCESS == ran.outcome
+        assert "deferred to the tool's own policy" == _of(pipeline, PolicyEvaluated)[0].rule
+        assert [] == approver.asked
+        await pipeline.call("shell_execute", command="echo $HOME")
+        assert [ApprovalMode.DEFER] == [request.mode for request in approver.asked]
+    finally:
+        pipeline.close()
