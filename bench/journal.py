@@ -197,7 +197,7 @@ def append_rows(results: Results) -> list[Row]:
     target = f">= {MAPPER_TARGET:.2f}x"
     rows = [
         Row(
-            "1 ev/save · update_session (kept copy caught up per command) vs raw sqlite3 [1]",
+            "1 ev/save · update_session (kept copy, no re-read) vs raw sqlite3 [1]",
             rate(one["update"]),
             rate(one["raw"]),
             one["update"] / one["raw"],
@@ -307,9 +307,9 @@ def footnotes(results: Results) -> list[str]:
     )
     return [
         (
-            "update_session keeps the last saved Session of each stream in memory; before every "
-            "command it catches that copy up with any newer events (one SELECT, none found "
-            "here), then runs the command and saves through journal.save, snapshots included. "
+            "update_session keeps the last saved Session of each stream in memory and runs the "
+            "next command on that copy as it is (a conflicting save or a refusal reloads it), "
+            "then saves through journal.save, snapshots included. "
             f"The first two rows cover the first {results.single:,} events of a fresh session, "
             "interleaved with the other one-per-save paths (snapshots took "
             f"{share[1]['update']:.1%} of its time); the third times {HEAD_APPENDS} commands at "

@@ -192,7 +192,7 @@ def append_command(run_id: RunId, message: ChatMessage) -> Callable[[Session], N
 def ledger_update_path(
     stack: ExitStack, path: Path, messages: Sequence[ChatMessage]
 ) -> tuple[Appender, Ledger]:
-    """The ledgerclaw path `update_session`: catch up, one `append_message`, save; per event."""
+    """The ledgerclaw path `update_session`: kept copy, one `append_message`, save; per event."""
     ledger = open_ledger(path)
     stack.callback(ledger.journal.close)
     journal, session_id, run_id = ledger.journal, ledger.session_id, ledger.run_id
@@ -280,7 +280,7 @@ def head_appends(
 ) -> dict[str, float]:
     """Seconds of HEAD_APPENDS one-message commands at the head of each long session.
 
-    ledgerclaw goes through `update_session` (catch up the kept copy, command, save); the
+    ledgerclaw goes through `update_session` (kept copy, command, save); the
     baseline keeps its aggregate in memory, as in measurement 1.
     """
     journal, session_id, run_id = ledger.journal, ledger.session_id, ledger.run_id
