@@ -32,6 +32,8 @@ app.add_typer(session_app, name="session")
 tool_app = typer.Typer(help="See which tools are exposed, and call one through the pipeline.")
 app.add_typer(tool_app, name="tool")
 
+INTERRUPTED = 130
+"""The exit code of a command stopped by Ctrl-C, as shells report it."""
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON only.")
 
 
@@ -166,7 +168,11 @@ def call_tool(
     if not isinstance(arguments, dict):
         msg = "--args must be a JSON object"
         raise InvalidToolCallError(msg)
-    done = native.call_tool(wiring.current_home(), tool, arguments, session, approve=approve)
+    try:
+        done = native.call_tool(wiring.current_home(), tool, arguments, session, approve=approve)
+    except KeyboardInterrupt:
+        render.error("interrupted: the call ended as cancelled and its run as aborted")
+        raise typer.Exit(INTERRUPTED) from None
     result = done.result
     if json_output:
         render.emit_json(

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -253,3 +255,41 @@ def test_an_unknown_tools_setting_is_a_config_error(home: Path) -> None:
     code, _, err = invoke("tool", "list")
     assert 4 == code
     assert "tools.root" in err
+
+
+def test_ctrl_c_cancels_the_call_and_journals_it(home: Path) -> None:
+    """SIGINT during a running command: the command is killed, the call ends cancelled."""
+    script = "from cli.app import main; main()"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            script,
+            "tool",
+            "call",
+            "shell_execute",
+            "--approve",
+            "--args",
+            '{"command": "sleep 30"}',
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "LEDGERCLAW_HOME": str(home)},
+    )
+    deadline = time.monotonic() + 30
+    while not list(home.glob("sessions/*/tmp/parent")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert 130 == process.returncode
+    assert "interrupted" in err
+    [session] = [path.name for path in (home / "sessions").iterdir()]
+    code, out, _ = invoke("session", "replay", session, "--json")
+    assert 0 == code
+    events = json.loads(out)["events"]
+    names = [event["event"].removeprefix("session.") for event in events]
+    assert ["receipt_recorded", "run_ended"] == names[-2:]
+    assert "cancelled" in json.dumps(events[-2])
+    assert "abort" in json.dumps(events[-1])
