@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters import wiring
-from adapters.config import Config
+from adapters.config import Config, JournalSettings
 from adapters.home import Home, ensure_home
 from adapters.journal.journal import SqliteJournal
 from adapters.journal.writer import SessionWriter
@@ -85,6 +85,7 @@ def make_pipeline(
     audience: Audience = Audience.PERSONAL,
     session_id: SessionId | None = None,
     settings: ToolSettings | None = None,
+    journal_settings: JournalSettings | None = None,
     **policy_changes: Any,
 ) -> Pipeline:
     """Build a pipeline with its home at `root / "home"`."""
@@ -96,7 +97,7 @@ def make_pipeline(
         )
     )
     config = Config(tools=tool_settings)
-    journal = SqliteJournal(home.database)
+    journal = SqliteJournal(home.database, journal_settings)
     tools: ToolSet = wiring.first_party_tools(config)
     for tool in extra_tools:
         tools.add(tool)

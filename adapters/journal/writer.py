@@ -95,14 +95,19 @@ class SessionWriter:
 
     async def _commit(self, batch: list[_Request]) -> None:
         requests = [(r.session_id, r.command) for r in batch]
-        if self.inline and all(self.journal.is_kept(r.session_id.as_uuid()) for r in batch):
-            # Every session is in memory: the commit is a short insert and flush, cheaper
-            # here than a hop to a worker thread and back.
-            outcomes = self.journal.update_sessions(requests)
-        else:
-            # Shielded: once a commit has started, its outcome must reach every waiter.
-            with anyio.CancelScope(shield=True):
-                outcomes = await anyio.to_thread.run_sync(self.journal.update_sessions, requests)
+        try:
+            if self.inline and all(self.journal.is_kept(r.session_id.as_uuid()) for r in batch):
+                # Every session is in memory: the commit is a short insert and flush,
+                # cheaper here than a hop to a worker thread and back.
+                outcomes = self.journal.update_sessions(requests)
+            else:
+                # Shielded: once a commit has started, its outcome must reach every waiter.
+                with anyio.CancelScope(shield=True):
+                    outcomes = await anyio.to_thread.run_sync(
+                        self.journal.update_sessions, requests
+                    )
+        except Exception as error:  # noqa: BLE001 - every waiter gets the failure, none hangs
+            outcomes = [BatchOutcome(error=error) for _ in batch]
         self.batches += 1
         self.requests += len(batch)
         for request, outcome in zip(batch, outcomes, strict=True):
