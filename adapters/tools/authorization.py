@@ -34,6 +34,16 @@ from domain.tools.exposure import Visibility
 from domain.tools.remediation import present
 from domain.tools.result import ToolResult
 
+RULE_LIMIT = 200
+DETAIL_LIMIT = 2000
+"""The journal's limits for a rule name and a detail."""
+
+
+def _short(rule: str) -> str:
+    """A rule that fits the journal: long ones are cut, with a mark that they were."""
+    return rule if len(rule) <= RULE_LIMIT else rule[: RULE_LIMIT - 1] + "…"
+
+
 Views = Callable[[Audience, frozenset[str]], dict[str, Visibility]]
 """Every tool's visibility, by name, for an audience and a set of loaded tools."""
 NO_BASE = "No project or session directory is available for a relative path."
@@ -176,7 +186,7 @@ class Authorization:
             self.run.run_id,
             self.attempt_id,
             PolicyDecision.APPROVAL_REQUIRED,
-            rule=f"approval required ({assessment.needs_approval or f'mode {mode}'})",
+            rule=_short(f"approval required ({assessment.needs_approval or f'mode {mode}'})"),
             approval_mode=mode,
         )
         session.request_approval(
@@ -211,7 +221,7 @@ class Authorization:
 
     def _request(self, plan: Plan, mode: ApprovalMode, *, forced: bool) -> ApprovalRequest:
         call, assessment = self.call, plan.assessment
-        key = "" if forced else grant_key(call.name, assessment.grant_argv)
+        key = "" if forced else grant_key(call.name, assessment.grant_subject)
         summary = assessment.summary or f"{call.name} {', '.join(t.path for t in plan.targets)}"
         return ApprovalRequest(
             session_id=self.run.session_id,
@@ -231,7 +241,8 @@ class Authorization:
             self.run.run_id,
             self.attempt_id,
             PolicyDecision.ALLOW,
-            rule=rule,
+            rule=_short(rule),
+            detail=rule[:DETAIL_LIMIT] if len(rule) > RULE_LIMIT else "",
             approval_mode=plan.mode,
         )
         return plan
@@ -243,8 +254,8 @@ class Authorization:
             self.run.run_id,
             self.attempt_id,
             PolicyDecision.DENY,
-            rule=rule,
-            detail=detail[:2000],
+            rule=_short(rule),
+            detail=detail[:DETAIL_LIMIT],
             approval_mode=plan.mode,
             denial=category,
         )

@@ -51,14 +51,15 @@ class CallAssessment(Value):
     `deny` ends the attempt as a denial (for example a hard-denied shell command);
     `needs_approval` forces the approval question even for a tool that needs none;
     `reviewed_safe` lets a call that would need approval skip it, but only when every
-    target is allowed; `grant_argv` keys a standing approval by the exact command.
+    target is allowed; `grant_subject` keys a standing approval by exactly what was approved
+    (for the shell: the command text and its working directory).
     """
 
     targets: tuple[PathTarget, ...] = ()
     deny: tuple[DenialCategory, str] | None = None
     needs_approval: str = ""
     reviewed_safe: str = ""
-    grant_argv: tuple[tuple[str, ...], ...] | None = None
+    grant_subject: str | None = None
     summary: str = ""
 
 
@@ -93,6 +94,8 @@ class ToolRun:
     read_spill: Callable[[str, int, int], tuple[str, int | None, int] | None]
     """A window of a spilled output by call id: (text, next offset, total), None if none."""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    secrets: frozenset[str] = frozenset()
+    """Exact values the result is redacted of; a tool that cuts text redacts it first."""
 
 
 class ToolOutput(Value):

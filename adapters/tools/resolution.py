@@ -17,7 +17,12 @@ from adapters.fs.facts import expand_user, gather_facts, real_directory
 from adapters.tools.base import BoundTarget, PathTarget
 from adapters.tools.settings import RootSetting
 from domain.authorization.facts import canonical
-from domain.authorization.path_access import PathAccessDecision, PathDenied, decide_path
+from domain.authorization.path_access import (
+    PathAccessDecision,
+    PathAllowed,
+    PathDenied,
+    decide_path,
+)
 from domain.authorization.relative_base import BaseCandidate, join_base, select_base
 from domain.authorization.roots import (
     ALL_OPERATIONS,
@@ -104,13 +109,15 @@ def build_scope(
         declared = decide_path(
             gather_facts(project), FileOperation.DECLARE_PROJECT_SCOPE, roots, protected
         )
-        if declared.allowed:
+        if isinstance(declared, PathAllowed):
+            # The project grants what the root it was declared under grants, no more:
+            # declaring a project under a read-only root does not make it writable.
             roots.append(
                 TrustedRoot(
                     path=project,
                     real=real_directory(project),
                     kind=RootKind.PROJECT,
-                    operations=ALL_OPERATIONS,
+                    operations=declared.root.operations,
                 )
             )
     base = select_base(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import posixpath
 import signal
 import stat
 from subprocess import DEVNULL, PIPE, STDOUT
@@ -22,6 +23,7 @@ from pydantic import Field
 from adapters.tools.base import Arguments, CallAssessment, PathTarget, ToolOutput, ToolRun
 from domain.session.values import ApprovalMode, DenialCategory, FileOperation, OutcomeCategory
 from domain.tools.definition import Concurrency, Loading, ToolDefinition
+from domain.tools.output import redact_cut
 from domain.tools.shell_policy import ShellPolicy, assess_command
 
 SHELL = "/bin/sh"
@@ -42,6 +44,19 @@ HARMLESS_DEVICES = frozenset(
     {"/dev/null", "/dev/zero", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty"}
 )
 """Device files a command may name freely: writing to them changes no file."""
+
+
+def _subject(arguments: ShellArguments) -> str:
+    """What a standing approval of this command covers: its exact text, and where it runs."""
+    where = "." if arguments.cwd is None else arguments.cwd
+    return f"{arguments.command} (in {where})"
+
+
+def _from_cwd(raw: str, cwd: str | None) -> str:
+    """A command's relative path as the shell will resolve it: from the working directory."""
+    if cwd is None or raw.startswith(("/", "~")):
+        return raw
+    return posixpath.join(cwd, raw)
 
 
 class ShellArguments(Arguments):
@@ -127,7 +142,11 @@ class ShellExecute:
             argument=CWD_ARGUMENT, raw=arguments.cwd or ".", operation=FileOperation.WRITE
         )
         named = (
-            PathTarget(argument=command_target(i), raw=raw, operation=FileOperation.WRITE)
+            PathTarget(
+                argument=command_target(i),
+                raw=_from_cwd(raw, arguments.cwd),
+                operation=FileOperation.WRITE,
+            )
             for i, raw in enumerate(found.paths)
             if raw not in HARMLESS_DEVICES
         )
@@ -144,7 +163,7 @@ class ShellExecute:
         return CallAssessment(
             targets=targets,
             reviewed_safe=found.reviewed_safe_phrase or "",
-            grant_argv=found.segments,
+            grant_subject=_subject(arguments),
             summary=summary,
         )
 
@@ -156,7 +175,7 @@ class ShellExecute:
             outcome, text = problem
             return ToolOutput(text=f"working directory {cwd.raw}: {text}", outcome=outcome)
         timeout = self.timeout(arguments)
-        capture = _Capture(CAPTURE_LIMIT)
+        capture = _Capture(CAPTURE_LIMIT, run.secrets)
         process = await anyio.open_process(
             [SHELL, "-c", arguments.command],
             stdin=DEVNULL,
@@ -183,8 +202,9 @@ class ShellExecute:
 class _Capture:
     """The first `limit` bytes of a stream, and how many bytes came in all."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, secrets: frozenset[str] = frozenset()) -> None:
         self.limit = limit
+        self.secrets = secrets
         self.kept = bytearray()
         self.total = 0
 
@@ -197,6 +217,8 @@ class _Capture:
     def text(self) -> str:
         text = self.kept.decode("utf-8", errors="replace")
         if self.total > len(self.kept):
+            # The byte bound may have cut through a secret: redact, and hide its start.
+            text, _ = redact_cut(text, len(text), self.secrets)
             note = f"[output truncated: kept the first {len(self.kept)} of {self.total} bytes]"
             text = _line_end(text) + note
         return text

@@ -20,16 +20,17 @@ from domain.text import Detail, GrantKey, ShortText
 MAX_GRANT_KEY = 2000
 
 
-def grant_key(tool_name: str, argv: Sequence[Sequence[str]] | None = None) -> str:
+def grant_key(tool_name: str, subject: str | None = None) -> str:
     """The key a session approval of this call is stored under.
 
-    A shell call is keyed by its exact parsed command, so approving `git status` never
-    approves `git push`; any other tool by its name. An over-long key cannot be granted.
+    A tool with a subject (the shell: its exact command text and working directory) is keyed
+    by it, so approving `rm 'old file.txt'` never approves `rm old file.txt`, and
+    `printf '' > a` never `printf '' > b`; any other tool by its name. An over-long key
+    cannot be granted.
     """
-    if argv is None:
+    if subject is None:
         return tool_name
-    command = " ; ".join(" ".join(segment) for segment in argv)
-    key = f"{tool_name}: {command}"
+    key = f"{tool_name}: {subject}"
     return key if len(key) <= MAX_GRANT_KEY else ""
 
 

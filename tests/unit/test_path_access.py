@@ -178,12 +178,21 @@ def test_the_project_is_the_first_base_then_the_workspace() -> None:
     )
 
 
-def test_a_shell_grant_key_is_the_exact_command() -> None:
-    """Approving `git status` for the session never covers `git push`."""
-    status = grant_key("shell_execute", (("git", "status"),))
-    grants = [ApprovalGrant(key=status)]
-    assert covering_grant(grants, status, []) is not None
-    assert covering_grant(grants, grant_key("shell_execute", (("git", "push"),)), []) is None
+@pytest.mark.parametrize(
+    ("approved", "other"),
+    [
+        ("git status (in .)", "git push (in .)"),
+        ("rm 'old file.txt' (in .)", "rm old file.txt (in .)"),
+        ("printf '' > scratch.txt (in .)", "printf '' > main.py (in .)"),
+        ("make (in a)", "make (in b)"),
+    ],
+)
+def test_a_shell_grant_key_is_the_exact_command(approved: str, other: str) -> None:
+    """A session approval covers exactly the approved text and directory, nothing near it."""
+    key = grant_key("shell_execute", approved)
+    grants = [ApprovalGrant(key=key)]
+    assert covering_grant(grants, key, []) is not None
+    assert covering_grant(grants, grant_key("shell_execute", other), []) is None
     assert covering_grant(grants, "", []) is None
 
 

@@ -137,7 +137,11 @@ def test_set_working_directory_names_its_path_for_declaring_scope() -> None:
     assessment = SetWorkingDirectory().assess(SetWorkingDirectoryArguments(path="src"))
     expected = PathTarget(argument="path", raw="src", operation=FileOperation.DECLARE_PROJECT_SCOPE)
     assert (expected,) == assessment.targets
-    assert (None, "", None) == (assessment.deny, assessment.needs_approval, assessment.grant_argv)
+    assert (None, "", None) == (
+        assessment.deny,
+        assessment.needs_approval,
+        assessment.grant_subject,
+    )
 
 
 async def test_set_working_directory_declares_an_existing_directory(tmp_path: Path) -> None:

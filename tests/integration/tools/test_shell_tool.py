@@ -154,7 +154,7 @@ def test_assess_names_every_path_and_the_working_directory_as_writes(
     )
     assert expected == assessment.targets
     assert "cat ./notes.txt > out.txt" == assessment.summary
-    assert (("cat", "./notes.txt"),) == assessment.grant_argv
+    assert "cat ./notes.txt > out.txt (in .)" == assessment.grant_subject
     assert "" == assessment.reviewed_safe
 
 
@@ -173,19 +173,23 @@ def test_assess_denies_a_hard_denied_command(shell: ShellExecute) -> None:
 
 
 def test_assess_asks_approval_for_a_command_it_cannot_read(shell: ShellExecute) -> None:
-    """An unparsed command needs approval, is never reviewed-safe and has no grant argv."""
+    """An unparsed command needs approval, is never reviewed-safe and has no grant subject."""
     assessment = shell.assess(ShellArguments(command="echo $HOME"))
     assert "'$' expands parameters or substitutes commands when the shell runs" == (
         assessment.needs_approval
     )
-    assert ("", None, None) == (assessment.reviewed_safe, assessment.grant_argv, assessment.deny)
+    assert ("", None, None) == (
+        assessment.reviewed_safe,
+        assessment.grant_subject,
+        assessment.deny,
+    )
 
 
 def test_assess_passes_on_a_reviewed_safe_candidate(shell: ShellExecute) -> None:
-    """A parsed read-only command carries its reviewed-safe phrase and its exact argv."""
+    """A parsed read-only command carries its reviewed-safe phrase and its exact text."""
     assessment = shell.assess(ShellArguments(command="ls -la ./src | wc -l"))
     assert "ls" == assessment.reviewed_safe
-    assert (("ls", "-la", "./src"), ("wc", "-l")) == assessment.grant_argv
+    assert "ls -la ./src | wc -l (in .)" == assessment.grant_subject
     assert ("", None) == (assessment.needs_approval, assessment.deny)
 
 
