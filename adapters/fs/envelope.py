@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters.errors import HomeError
 from domain.ids import RunId, SessionId
 from domain.ports import Journal
 from domain.session.errors import StorageAlreadyBoundError
@@ -78,7 +79,18 @@ class Envelope:
         return self.run_root(run_id) / "tmp"
 
     def create(self) -> Envelope:
-        """Create every directory of the envelope that is missing; existing ones are kept."""
+        """Create every directory of the envelope that is missing; existing ones are kept.
+
+        A path in the way (a file where a directory belongs) is a HomeError, not a trace.
+        """
+        try:
+            self._create()
+        except OSError as error:
+            msg = f"cannot prepare the session's storage at {self.root}: {error.strerror or error}"
+            raise HomeError(msg) from None
+        return self
+
+    def _create(self) -> None:
         for directory in (
             self.attachment_staging,
             self.workspace,
@@ -90,7 +102,6 @@ class Envelope:
         ):
             directory.mkdir(mode=_MODE, parents=True, exist_ok=True)
         self.log.touch(mode=0o600, exist_ok=True)
-        return self
 
     def create_run(self, run_id: RunId) -> Path:
         """Create a subagent run's artifacts, tmp and log; return the run's directory."""

@@ -13,6 +13,7 @@ by a cancellation: they are shielded and their outcome is always known.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -55,6 +56,7 @@ from domain.tools.remediation import present
 from domain.tools.result import ToolResult
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
 EXPOSURE_CACHE = 256
 """Distinct (audience, loaded tools) pairs whose exposure a dispatcher remembers."""
@@ -98,10 +100,12 @@ class Dispatcher:
         except anyio.get_cancelled_exc_class():
             await self._write(run, _cancel(run, decoded.attempt_id))
             raise
-        except Exception:
-            # Whatever failed, the attempt must not stay open until its run ends.
-            await self._write(run, _abandon(run, decoded.attempt_id))
-            raise
+        except Exception as error:
+            # Whatever failed, the attempt must not stay open until its run ends, and the
+            # caller gets a result that says so (the details go to the log, not the model).
+            log.exception("call %s failed inside the pipeline", decoded.call.call_id)
+            end = await self._write(run, _abandon(run, decoded.attempt_id))
+            return _failed(decoded, end, error)
 
     async def call_batch(self, run: RunScope, calls: Sequence[ToolCallRequest]) -> list[ToolResult]:
         """Run calls in order; neighbouring parallel-safe calls run together."""
@@ -273,6 +277,7 @@ class Dispatcher:
             check_path=check_path,
             visibility=tool_visibility,
             read_spill=self._spill_reader(run),
+            secrets=self.policy.secrets,
         )
         try:
             return await tool.run(authorization.arguments, tool_run)
@@ -290,7 +295,11 @@ class Dispatcher:
             spill_id = session.spills.get(CallId(call_id))
             if spill_id is None:
                 return None
-            return read_spill(run.envelope.spills, spill_id, start, limit)
+            try:
+                return read_spill(run.envelope.spills, spill_id, start, limit)
+            except OSError:
+                log.exception("spill %s of call %s cannot be read", spill_id, call_id)
+                return None
 
         return reader
 
@@ -307,8 +316,16 @@ class Dispatcher:
         spill_id: SpillId | None = None
         if shown.spilled:
             spill_id = SpillId.new()
-            await anyio.to_thread.run_sync(write_spill, run.envelope.spills, spill_id, text)
-            notice = spill_notice(call.call_id, len(shown.inline), shown.total_chars)
+            try:
+                await anyio.to_thread.run_sync(write_spill, run.envelope.spills, spill_id, text)
+                notice = spill_notice(call.call_id, len(shown.inline), shown.total_chars)
+            except OSError:
+                log.exception("spill of call %s could not be kept", call.call_id)
+                spill_id = None
+                notice = (
+                    f"[output truncated: showed {len(shown.inline)} of {shown.total_chars} "
+                    "characters; the rest could not be kept]"
+                )
             text = f"{shown.inline}\n{notice}"
         receipt = _receipt(output, spill_id)
         loaded = output.loaded_tool if receipt.outcome is OutcomeCategory.SUCCESS else None
@@ -354,20 +371,39 @@ def _cancel(run: RunScope, attempt_id: AttemptId) -> Callable[[Session], None]:
     return command
 
 
-def _abandon(run: RunScope, attempt_id: AttemptId) -> Callable[[Session], None]:
+def _abandon(run: RunScope, attempt_id: AttemptId) -> Callable[[Session], AttemptEnd | None]:
     """End the attempt of a call that failed: unknown once allowed, else denied unasked."""
 
-    def command(session: Session) -> None:
+    def command(session: Session) -> AttemptEnd | None:
         attempt = session.attempts.get(attempt_id)
         if attempt is None or attempt.status is AttemptStatus.ENDED:
-            return
+            return None if attempt is None else attempt.end
         if attempt.status is AttemptStatus.ALLOWED:
             session.mark_attempt_unknown(attempt_id, "the call failed after it was allowed")
-        else:
-            detail = "the call failed before its approval was decided"
-            session.deny_attempt(run.run_id, attempt_id, DenialCategory.NO_APPROVER, detail)
+            return AttemptEnd.UNKNOWN
+        detail = "the call failed before its approval was decided"
+        session.deny_attempt(run.run_id, attempt_id, DenialCategory.NO_APPROVER, detail)
+        return AttemptEnd.DENIED
 
     return command
+
+
+def _failed(decoded: DecodedCall, end: AttemptEnd | None, error: Exception) -> ToolResult:
+    """The one result of a call the runtime failed to finish."""
+    denied = end is AttemptEnd.DENIED
+    text = f"The call could not be completed: the runtime failed ({type(error).__name__}). " + (
+        "It did not run."
+        if denied
+        else "Its outcome is unknown, and it will not be run again automatically."
+    )
+    return ToolResult(
+        call_id=decoded.call.call_id,
+        attempt_id=decoded.attempt_id,
+        tool_name=decoded.call.name,
+        text=text,
+        end=end or AttemptEnd.UNKNOWN,
+        denial=DenialCategory.NO_APPROVER if denied else None,
+    )
 
 
 def _denied(request: ApprovalRequest, category: DenialCategory, detail: str) -> ToolResult:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.fs.envelope import bind_envelope
+from adapters.fs.envelope import Envelope, bind_envelope, envelope_root
 from adapters.tools.context import RunScope
 from domain.ids import RunId, SessionId
 from domain.ports import Journal
@@ -21,6 +21,8 @@ def begin_run(
     """Open a new main session (when none is named), bind its envelope, start and claim a run."""
     if session_id is None:
         session_id = SessionId.new()
+        # Prepare the storage first: if it cannot be made, nothing has been journaled.
+        Envelope(envelope_root(home_root, session_id).resolve()).create()
         journal.open_session(session_id, f"cli:{session_id.hex[:8]}", SessionKind.MAIN, audience)
     envelope = bind_envelope(journal, home_root, session_id)
     run_id = RunId.new()

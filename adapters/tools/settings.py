@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from domain.authorization.facts import canonical
 from domain.session.values import ApprovalMode, Audience, FileOperation
+from domain.tools.shell_policy import Phrase
 
 DEFAULT_SHELL_TIMEOUT = 60
 MIN_SECRET_LENGTH = 4
@@ -45,8 +46,8 @@ class AudienceSetting(_Section):
 class ShellSettings(_Section):
     """Extra hard-deny rules, the reviewed-safe phrases (None keeps the defaults) and timeouts."""
 
-    hard_deny: tuple[str, ...] = ()
-    reviewed_safe: tuple[str, ...] | None = None
+    hard_deny: tuple[Phrase, ...] = ()
+    reviewed_safe: tuple[Phrase, ...] | None = None
     default_timeout_seconds: int = Field(default=DEFAULT_SHELL_TIMEOUT, ge=1, le=600)
 
 

@@ -20,6 +20,28 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+MIN_SECRET_PREFIX = 4
+"""A text cut through a secret hides the secret's start from this many characters on."""
+
+
+def redact_cut(text: str, limit: int, secrets: Iterable[str]) -> tuple[str, bool]:
+    """Redact `text`, then keep at most `limit` characters; whether anything was cut.
+
+    Redacting before the cut keeps a secret whole; if the cut still ends inside the start of
+    a secret (a secret split by a byte bound before this text was decoded), that start is
+    redacted too.
+    """
+    found = sorted({s for s in secrets if s}, key=len, reverse=True)
+    text = redact(text, found)
+    cut = len(text) > limit
+    text = text[:limit]
+    for secret in found:
+        for size in range(len(secret) - 1, MIN_SECRET_PREFIX - 1, -1):
+            if text.endswith(secret[:size]):
+                return text[:-size] + REDACTED, cut
+    return text, cut
+
+
 class BoundedOutput(Value):
     """The inline part of a result and whether the whole text has to be spilled."""
 

@@ -293,3 +293,28 @@ def test_ctrl_c_cancels_the_call_and_journals_it(home: Path) -> None:
     assert ["receipt_recorded", "run_ended"] == names[-2:]
     assert "cancelled" in json.dumps(events[-2])
     assert "abort" in json.dumps(events[-1])
+
+
+@pytest.mark.parametrize(
+    "setting", ["reviewed_safe = ['ls  -l']", "hard_deny = ['']"], ids=["double-space", "empty"]
+)
+def test_a_malformed_shell_phrase_is_a_config_error(home: Path, setting: str) -> None:
+    """A shell phrase that is not single-spaced words is refused with the config exit code."""
+    home.mkdir()
+    (home / "config.toml").write_text(f"[tools.shell]\n{setting}\n")
+    code, _, err = invoke("tool", "list")
+    assert 4 == code
+    assert "tools.shell" in err
+
+
+def test_a_session_store_in_the_way_is_a_clear_error(home: Path) -> None:
+    """A file where the sessions directory belongs is a one-line home error."""
+    home.mkdir()
+    (home / "sessions").write_text("in the way")
+    code, _, err = invoke("tool", "call", "read_file", "--args", '{"path": "a.txt"}')
+    assert 3 == code
+    assert "cannot prepare the session's storage" in err
+    assert (
+        not (home / "ledgerclaw.db").exists()
+        or "[]" == invoke("session", "list", "--json")[1].strip()
+    )

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 
 import anyio
 import pytest
 
+from adapters.config import JournalSettings
+from adapters.errors import JournalError
 from adapters.tools.approvers import StandingApprover
 from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
 from domain.session.events import (
@@ -29,6 +32,7 @@ from domain.session.values import (
     AttemptEnd,
     Audience,
     DenialCategory,
+    FileOperation,
     OutcomeCategory,
     PolicyDecision,
     RemediationCode,
@@ -549,20 +553,57 @@ async def test_a_failing_report_never_blocks_a_report_mode_call(tmp_path: Path) 
 
 
 @pytest.mark.anyio
-async def test_a_call_that_fails_after_its_allow_is_closed_as_unknown(tmp_path: Path) -> None:
-    """If the pipeline itself fails after the allow, the attempt is never left open."""
+async def test_a_spill_that_cannot_be_kept_still_returns_the_preview(tmp_path: Path) -> None:
+    """If the spill cannot be written, the call succeeds with its preview and says so."""
     pipeline = make_pipeline(tmp_path, inline_limit=1000)
     try:
         (pipeline.workspace / "big.txt").write_text("x\n" * 2000)
         shutil.rmtree(pipeline.run.envelope.spills)
         pipeline.run.envelope.spills.write_text("not a directory")
-        with pytest.raises(OSError, match="exists"):
-            await pipeline.call("read_file", path="big.txt")
+        result = await pipeline.call("read_file", path="big.txt")
+        assert (OutcomeCategory.SUCCESS, None) == (result.outcome, result.spill_id)
+        assert "the rest could not be kept" in result.text
+        assert "spills" not in result.text
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_a_call_the_runtime_fails_after_its_allow_gets_an_unknown_result(
+    tmp_path: Path,
+) -> None:
+    """A failure inside the pipeline after the allow: one result, the attempt ends unknown."""
+    pipeline = make_pipeline(tmp_path)
+    try:
+        shutil.rmtree(pipeline.run.envelope.root / "tmp")
+        (pipeline.run.envelope.root / "tmp").write_text("not a directory")
+        (pipeline.workspace / "a.txt").write_text("a\n")
+        result = await pipeline.call("read_file", path="a.txt")
+        assert AttemptEnd.UNKNOWN == result.end
+        assert "outcome is unknown" in result.text
+        assert str(pipeline.run.envelope.root) not in result.text
         [unknown] = [
             e for e in pipeline.events() if type(e).__name__ == "AttemptOutcomeMarkedUnknown"
         ]
         assert "failed after it was allowed" in unknown.reason
         assert [] == pipeline.journal.session(pipeline.run.session_id).open_attempts()
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_a_secret_cut_by_a_line_bound_does_not_leak_its_start(tmp_path: Path) -> None:
+    """read_file and grep cut long lines; a secret on the cut is redacted, not half shown."""
+    secret = "sk-live-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    pipeline = make_pipeline(tmp_path, secrets=frozenset({secret}))
+    try:
+        (pipeline.workspace / "read.txt").write_text("r" * 1990 + secret + "\n")
+        (pipeline.workspace / "grep.txt").write_text("g" * 490 + secret + "\n")
+        read = await pipeline.call("read_file", path="read.txt")
+        found = await pipeline.call("grep", pattern="g", path="grep.txt")
+        for result in (read, found):
+            assert "sk-live-ABCD" not in result.text
+            assert "[redacted]" in result.text
     finally:
         pipeline.close()
 
@@ -584,4 +625,62 @@ async def test_defer_mode_leaves_consent_to_the_tools_own_policy(tmp_path: Path)
         await pipeline.call("shell_execute", command="echo $HOME")
         assert [ApprovalMode.DEFER] == [request.mode for request in approver.asked]
     finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_a_project_declared_under_a_read_only_root_stays_read_only(tmp_path: Path) -> None:
+    """Declaring a project grants only what its root grants: no write under a read-only root."""
+    project = tmp_path / "ro" / "proj"
+    project.mkdir(parents=True)
+    (project / "main.py").write_text("original\n")
+    ops = (FileOperation.READ, FileOperation.DECLARE_PROJECT_SCOPE)
+    pipeline = make_pipeline(tmp_path, roots=[(tmp_path / "ro", ops)])
+    try:
+        declared = await pipeline.call("set_working_directory", path=str(project))
+        assert OutcomeCategory.SUCCESS == declared.outcome
+        read = await pipeline.call("read_file", path="main.py")
+        assert OutcomeCategory.SUCCESS == read.outcome
+        written = await pipeline.call("write_file", path="main.py", content="changed\n")
+        assert DenialCategory.OUTSIDE_ROOTS == written.denial
+        assert "original\n" == (project / "main.py").read_text()
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_shell_paths_are_checked_from_the_commands_working_directory(
+    tmp_path: Path,
+) -> None:
+    """With cwd set, `../x` in the command is checked where the shell will resolve it."""
+    other = tmp_path / "home" / "sessions" / "other"
+    pipeline = make_pipeline(tmp_path, approver=approving())
+    try:
+        other.mkdir(parents=True)
+        (other / "private.txt").write_text("other session secret\n")
+        root = pipeline.run.envelope.root
+        result = await pipeline.call(
+            "shell_execute", command="cat ../other/private.txt", cwd=str(root)
+        )
+        assert DenialCategory.OUTSIDE_ROOTS == result.denial
+        assert "other session secret" not in result.text
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_a_journal_that_cannot_commit_fails_the_call_instead_of_hanging(
+    tmp_path: Path,
+) -> None:
+    """A locked database is a typed error for the caller, within the busy timeout."""
+    pipeline = make_pipeline(tmp_path, journal_settings=JournalSettings(busy_timeout_seconds=1))
+    blocker = sqlite3.connect(pipeline.home.database, timeout=0.1)
+    try:
+        blocker.execute("PRAGMA busy_timeout = 100")
+        blocker.execute("BEGIN IMMEDIATE")
+        with anyio.fail_after(30), pytest.raises(JournalError):
+            await pipeline.call("list_directory")
+    finally:
+        blocker.rollback()
+        blocker.close()
         pipeline.close()

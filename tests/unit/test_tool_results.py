@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from domain.session.values import RemediationCode
-from domain.tools.output import REDACTED, bound, redact, spill_notice, window
+from domain.tools.output import REDACTED, bound, redact, redact_cut, spill_notice, window
 from domain.tools.remediation import INSTRUCTIONS, present
 
 
@@ -71,3 +71,14 @@ def test_the_presenter_leaves_the_result_when_the_tool_is_hidden() -> None:
 def test_every_remediation_code_has_one_instruction() -> None:
     """The presenter covers the whole closed vocabulary."""
     assert set(RemediationCode) == set(INSTRUCTIONS)
+
+
+def test_a_cut_redacts_first_and_hides_a_split_secrets_start() -> None:
+    """Whole secrets are replaced before the cut; a start left at the cut is hidden too."""
+    secret = "abcdefgh12345678"
+    text, cut = redact_cut("x" * 6 + secret + "tail", 12, [secret])
+    assert ("x" * 6 + REDACTED[:6], True) == (text, cut)
+    split, _ = redact_cut("y" * 4 + secret[:9], 100, [secret])
+    assert "y" * 4 + REDACTED == split
+    short, _ = redact_cut("zzz" + secret[:3], 100, [secret])
+    assert "zzz" + secret[:3] == short

@@ -33,6 +33,7 @@ from adapters.tools.files.find_files import (
 from adapters.tools.files.globbing import compile_glob, glob_problem, printable
 from domain.session.values import FileOperation, OutcomeCategory
 from domain.tools.definition import Concurrency, ToolDefinition
+from domain.tools.output import redact_cut
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 """Larger files are skipped."""
@@ -97,7 +98,7 @@ class Grep:
 
     async def run(self, arguments: GrepArguments, run: ToolRun) -> ToolOutput:
         """Search the file or the tree."""
-        work = partial(_grep, arguments, run.targets["path"], run.check_path)
+        work = partial(_grep, arguments, run.targets["path"], run.check_path, run.secrets)
         return await anyio.to_thread.run_sync(work)
 
 
@@ -105,7 +106,12 @@ def _invalid(text: str) -> ToolOutput:
     return ToolOutput(text=text, outcome=OutcomeCategory.INVALID_INPUT)
 
 
-def _grep(arguments: GrepArguments, target: BoundTarget, check_path: PathCheck) -> ToolOutput:
+def _grep(
+    arguments: GrepArguments,
+    target: BoundTarget,
+    check_path: PathCheck,
+    secrets: frozenset[str] = frozenset(),
+) -> ToolOutput:
     try:
         regex = re.compile(arguments.pattern, re.IGNORECASE if arguments.ignore_case else 0)
     except re.error as error:
@@ -126,7 +132,7 @@ def _grep(arguments: GrepArguments, target: BoundTarget, check_path: PathCheck) 
         return ToolOutput(text=text, outcome=OutcomeCategory.ACCESS_DENIED)
     tally = _Tally()
     for relative, real in files:
-        _search(regex, printable(relative), real, tally, arguments.limit)
+        _search(regex, printable(relative), real, tally, arguments.limit, secrets)
         if len(tally.lines) >= arguments.limit or tally.bytes_read > MAX_TOTAL_BYTES:
             break
     return ToolOutput(
@@ -148,7 +154,14 @@ def _tree(
                 yield relative, real
 
 
-def _search(regex: re.Pattern[str], shown: str, real: str, tally: _Tally, limit: int) -> None:
+def _search(  # noqa: PLR0913, PLR0917 - the search's inputs and its running tally
+    regex: re.Pattern[str],
+    shown: str,
+    real: str,
+    tally: _Tally,
+    limit: int,
+    secrets: frozenset[str] = frozenset(),
+) -> None:
     """Add the matching lines of one file to `tally`; skip what cannot be searched."""
     try:
         data = read_bounded(real, MAX_FILE_BYTES)
@@ -168,7 +181,8 @@ def _search(regex: re.Pattern[str], shown: str, real: str, tally: _Tally, limit:
     before = len(tally.lines)
     for number, line in enumerate(lines, 1):
         if regex.search(line):
-            cut = line[:MAX_LINE_CHARS] + (" [...]" if len(line) > MAX_LINE_CHARS else "")
+            shown_line, was_cut = redact_cut(line, MAX_LINE_CHARS, secrets)
+            cut = shown_line + (" [...]" if was_cut else "")
             tally.lines.append(f"{shown}:{number}: {cut}")
             if len(tally.lines) >= limit:
                 break

@@ -24,6 +24,7 @@ from adapters.tools.files.atomic import open_regular, read_chunks, refusal
 from adapters.tools.files.revision import revision_of_chunks
 from domain.session.values import FileOperation, OutcomeCategory
 from domain.tools.definition import Concurrency, ToolDefinition
+from domain.tools.output import redact_cut
 
 MAX_CONTENT_BYTES = 10 * 1024 * 1024
 """At most this much line content is kept for one answer, whatever the file's size."""
@@ -45,8 +46,9 @@ class ReadFileArguments(Arguments):
 class _Lines:
     """Counts every line of a stream and keeps the lines of one window, bounded in bytes."""
 
-    def __init__(self, first: int, last: int) -> None:
+    def __init__(self, first: int, last: int, secrets: frozenset[str] = frozenset()) -> None:
         self.first, self.last = first, last
+        self.secrets = secrets
         self.number = 1  # the line the next byte belongs to
         self.open = False  # the current line has bytes but no newline yet
         self.partial = bytearray()
@@ -84,9 +86,11 @@ class _Lines:
 
     def _end_line(self) -> None:
         if self.first <= self.number <= self.last and not self.full:
-            text = self.partial.decode("utf-8", "replace")
-            if self.cut or len(text) > MAX_LINE_CHARS:
-                text = text[:MAX_LINE_CHARS] + f" [... line cut at {MAX_LINE_CHARS} characters]"
+            text, cut = redact_cut(
+                self.partial.decode("utf-8", "replace"), MAX_LINE_CHARS, self.secrets
+            )
+            if self.cut or cut:
+                text += f" [... line cut at {MAX_LINE_CHARS} characters]"
             self.kept.append(f"{self.number:>6}\t{text}")
             self.kept_bytes += len(self.partial)
             self.full = self.kept_bytes >= MAX_CONTENT_BYTES
@@ -126,7 +130,7 @@ class ReadFile:
         A small regular file is read right away: that costs less than the round trip to a
         worker thread. Anything else is read in a worker thread.
         """
-        read = partial(_read, arguments, run.targets["path"])
+        read = partial(_read, arguments, run.targets["path"], run.secrets)
         if _small(run.targets["path"].real):
             return read()
         return await anyio.to_thread.run_sync(read)
@@ -144,9 +148,11 @@ def _small(real: str) -> bool:
     return stat.S_ISREG(info.st_mode) and info.st_size <= INLINE_BYTES
 
 
-def _read(arguments: ReadFileArguments, target: BoundTarget) -> ToolOutput:
+def _read(
+    arguments: ReadFileArguments, target: BoundTarget, secrets: frozenset[str] = frozenset()
+) -> ToolOutput:
     last = arguments.start_line + arguments.limit - 1
-    lines = _Lines(arguments.start_line, last)
+    lines = _Lines(arguments.start_line, last, secrets)
     try:
         fd = open_regular(target.real)
     except OSError as error:
