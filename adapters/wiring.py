@@ -23,8 +23,8 @@ from adapters.tools.shell import ShellExecute
 from adapters.tools.toolset import ToolSet
 from domain.authorization.facts import canonical
 from domain.authorization.roots import ProtectedPaths
+from domain.shell.policy import ShellPolicy
 from domain.tools.exposure import AudienceTools, ExposurePolicy
-from domain.tools.shell_policy import ShellPolicy
 
 
 def current_home() -> Home:

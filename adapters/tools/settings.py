@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from domain.authorization.facts import canonical
 from domain.session.values import ApprovalMode, Audience, FileOperation
-from domain.tools.shell_policy import Phrase
+from domain.shell.policy import Phrase
 
 DEFAULT_SHELL_TIMEOUT = 60
 MIN_SECRET_LENGTH = 4

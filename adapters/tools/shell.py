@@ -22,9 +22,9 @@ from pydantic import Field
 
 from adapters.tools.base import Arguments, CallAssessment, PathTarget, ToolOutput, ToolRun
 from domain.session.values import ApprovalMode, DenialCategory, FileOperation, OutcomeCategory
+from domain.shell.policy import ShellPolicy, assess_command
 from domain.tools.definition import Concurrency, Loading, ToolDefinition
 from domain.tools.output import redact_cut
-from domain.tools.shell_policy import ShellPolicy, assess_command
 
 SHELL = "/bin/sh"
 MAX_COMMAND = 65_536

@@ -19,8 +19,8 @@ from domain.authorization.relative_base import join_base
 from domain.authorization.roots import ALL_OPERATIONS, ProtectedPaths, RootKind, TrustedRoot
 from domain.ids import CallId, RunId, SessionId
 from domain.session.values import ApprovalMode, DenialCategory, FileOperation, OutcomeCategory
+from domain.shell.policy import ShellPolicy
 from domain.tools.definition import Concurrency, Loading
-from domain.tools.shell_policy import ShellPolicy
 
 pytestmark = pytest.mark.anyio
 

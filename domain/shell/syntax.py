@@ -1,4 +1,26 @@
-"""Shell syntax: read a command line into simple commands and the paths they name; domain layer."""
+"""Shell syntax: read a command line into simple commands and the paths they name; domain layer.
+
+Reading is deliberately narrow. A command is unparsed when the shell settles its meaning only
+when it runs: expansions and substitutions (`$`, backticks), unquoted glob characters (`*`, `?`,
+`[`) in any word or redirection target, braces, here-documents, subshells, compound commands,
+comments, `~+` and `~-`. Quoted or escaped characters are literal and never a problem.
+
+Paths are named as written, never resolved, and erring towards too many:
+
+- every argument after the command name that is not an option (options start with `-`), and
+  every argument after `--` even if it starts with `-`; a plain word such as `notes` or a regex
+  is a path too, since a link of that name could lead anywhere;
+- for an argument holding `=`, also the part after the first `=` when it looks like a path
+  (holds `/` or starts with `.` or `~`);
+- for a `--long=value` option, the value; for a short `-Xvalue` option, the value when it looks
+  like a path;
+- the value of a leading `NAME=value` assignment when it looks like a path;
+- a command name holding `/`;
+- every redirection target, except a descriptor copied or closed (`2>&1`, `>&-`).
+
+In a word with an unquoted glob (only in an unparsed command) the path is the directory before
+the first glob character, if any, so a best-effort check still sees where the glob looks.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +49,7 @@ _DESCRIPTOR = re.compile(r"[0-9]+-?|-")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 GLOB = re.compile(r"[*?\[]")
 """A glob character: `*`, `?` or `[`."""
+_SHOWN_CHARS = 24
 _ROUGH_TOKEN = re.compile(r"[();<>|&\n]+|[^\s();<>|&]+")
 _RUN_TIME_MARKERS = (
     ("$", "'$' expands parameters or substitutes commands when the shell runs"),
@@ -90,6 +113,11 @@ def _mask(command: str) -> str:
     return _FD_NUMBER.sub(lambda number: _FD * len(number[0]), "".join(masked))
 
 
+def shown(text: str) -> str:
+    """`text` quoted for a problem message, shortened so the message stays short."""
+    return repr(text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "...")
+
+
 def _kind_of(plain: str) -> _Kind:
     if plain and all(char in _OPERATOR_CHARS for char in plain):
         return _Kind.OPERATOR
@@ -123,8 +151,8 @@ class Simple:
 
     argv: list[str] = field(default_factory=list)
     redirections: list[tuple[str, str]] = field(default_factory=list)
-    globbed: bool = False
-    """Whether an argument holds an unquoted glob, which the shell may expand into options."""
+    options_ended: bool = False
+    """Whether a `--` after the command name ended the options, making every later word a path."""
 
     @property
     def empty(self) -> bool:
@@ -150,36 +178,44 @@ class Reading:
         simple = self.commands[-1]
         self.fail(_word_problem(token, first=not simple.argv))
         in_prelude = all(_ASSIGNMENT.match(word) for word in simple.argv)
-        simple.globbed = simple.globbed or bool(simple.argv and GLOB.search(token.plain))
         simple.argv.append(token.text)
-        self.paths.extend(_paths_in_word(token.text, command_word=in_prelude))
+        if not in_prelude and not simple.options_ended and token.text == "--":
+            simple.options_ended = True
+            return
+        globbed = GLOB.search(token.plain) is not None
+        self.paths.extend(
+            _paths_in_word(
+                token.text, command_word=in_prelude, operand=simple.options_ended, globbed=globbed
+            )
+        )
 
-    def redirect(self, operator: str, target: str) -> None:
+    def redirect(self, operator: str, target: _Token) -> None:
         """Add a redirection to the current simple command and note the file it names."""
-        self.commands[-1].redirections.append((operator, target))
-        if not _duplicates(operator, target):
-            self.paths.append(_before_glob(target))
+        self.commands[-1].redirections.append((operator, target.text))
+        if not _duplicates(operator, target.text):
+            globbed = GLOB.search(target.plain) is not None
+            self.paths.append(_before_glob(target.text) if globbed else target.text)
 
     def separate(self, operator: str) -> None:
         """End the current simple command at `operator` and start the next one."""
         if operator not in _SEPARATORS:
             self.fail(_operator_problem(operator))
         if self.commands[-1].empty:
-            self.fail(f"no command before {operator!r}")
+            self.fail(f"no command before {shown(operator)}")
         self.separators.append(operator)
         self.commands.append(Simple())
 
     def finish(self, pending: str) -> None:
         """End the reading; `pending` is a redirection operator still waiting for its target."""
         if pending:
-            self.fail(f"{pending!r} has no target")
+            self.fail(f"{shown(pending)} has no target")
         if not self.commands[-1].empty:
             return
         self.commands.pop()
         if not self.separators:
             self.fail("the command is empty")
         elif self.separators[-1] not in _ENDINGS:
-            self.fail(f"no command after {self.separators[-1]!r}")
+            self.fail(f"no command after {shown(self.separators[-1])}")
 
 
 def read(tokens: Sequence[_Token]) -> Reading:
@@ -189,11 +225,11 @@ def read(tokens: Sequence[_Token]) -> Reading:
     for token in tokens:
         if pending and token.kind is _Kind.WORD:
             reading.fail(_word_problem(token, first=False))
-            reading.redirect(pending, token.text)
+            reading.redirect(pending, token)
             pending = ""
             continue
         if pending:
-            reading.fail(f"{pending!r} has no target")
+            reading.fail(f"{shown(pending)} has no target")
             pending = ""
         if token.kind is _Kind.WORD:
             reading.add_word(token)
@@ -215,8 +251,8 @@ def _word_problem(token: _Token, *, first: bool) -> str:
         return "'~+' and '~-' name the shell's directories at run time"
     if first and plain in _RESERVED_WORDS:
         return f"compound commands ({plain!r}) are not supported"
-    if first and GLOB.search(plain):
-        return "the shell expands a glob in a command name when it runs"
+    if GLOB.search(plain):
+        return "a glob pattern is expanded by the shell at run time"
     return ""
 
 
@@ -225,7 +261,7 @@ def _operator_problem(operator: str) -> str:
         return "subshells and process substitution are not supported"
     if operator.startswith("<<"):
         return "here-documents are not supported"
-    return f"unknown operator {operator!r}"
+    return f"unknown operator {shown(operator)}"
 
 
 def _duplicates(operator: str, target: str) -> bool:
@@ -251,32 +287,29 @@ def writes(operator: str, target: str) -> bool:
 # Paths.
 
 
-def _paths_in_word(word: str, *, command_word: bool) -> list[str]:
-    """The paths one argv word names; empty strings stand for none.
+def _paths_in_word(word: str, *, command_word: bool, operand: bool, globbed: bool) -> list[str]:
+    """The paths one argv word names, by the rules in the module docstring; "" stands for none.
 
-    An argument names a path when it contains `/` or starts with `.` or `~`, and so may the
-    part after its first `=`; for an option (`--name=value`, `-Ivalue`) or a leading assignment
-    only the value is judged. A command name names a path only when it contains `/`. A glob
-    names the directory before its first glob character, if any.
+    `command_word` is true for a leading assignment or the command name, `operand` for a word
+    after `--`, and `globbed` when the word holds an unquoted glob character.
     """
     if command_word and _ASSIGNMENT.match(word):
-        return [_path_named_by(word.partition("=")[2])]
+        return [_path_named_by(word.partition("=")[2], globbed=globbed)]
     if command_word:
-        return [_before_glob(word)] if "/" in word else []
-    if word.startswith("-"):
-        return [_path_named_by(_option_value(word))]
-    return [_path_named_by(word), _path_named_by(word.partition("=")[2])]
+        return [_before_glob(word) if globbed else word] if "/" in word else []
+    if word.startswith("-") and not operand:
+        if word.startswith("--"):
+            value = word.partition("=")[2]
+            return [_before_glob(value) if globbed else value]
+        return [_path_named_by(word[2:], globbed=globbed)]
+    after = word.partition("=")[2]
+    return [_before_glob(word) if globbed else word, _path_named_by(after, globbed=globbed)]
 
 
-def _option_value(option: str) -> str:
-    if option.startswith("--"):
-        return option.partition("=")[2]
-    return option[2:]
-
-
-def _path_named_by(word: str) -> str:
+def _path_named_by(word: str, *, globbed: bool) -> str:
+    """`word` if it looks like a path (holds `/` or starts with `.` or `~`), else ""."""
     if "/" in word or word.startswith((".", "~")):
-        return _before_glob(word)
+        return _before_glob(word) if globbed else word
     return ""
 
 
