@@ -53,7 +53,9 @@ def open_journal(home: Home) -> SqliteJournal:
 
 def protected_paths(home: Home) -> ProtectedPaths:
     """The home's control-plane files and secret stores, by path and by file identity."""
-    files = [canonical(str(path)) for path in home.protected_files]
+    # Both spellings of each place: the home as named and where it really is (a home that
+    # is reached through a link must not be open through its real path).
+    files = [spelling for path in home.protected_files for spelling in _spellings(path)]
     inside_trees = [
         Path(directory, name)
         for tree in home.protected_trees
@@ -63,9 +65,13 @@ def protected_paths(home: Home) -> ProtectedPaths:
     identities = {file_identity(path) for path in (*home.protected_files, *inside_trees)}
     return ProtectedPaths(
         files=frozenset(files),
-        trees=frozenset(canonical(str(path)) for path in home.protected_trees),
+        trees=frozenset(spelling for path in home.protected_trees for spelling in _spellings(path)),
         identities=frozenset(identity for identity in identities if identity is not None),
     )
+
+
+def _spellings(path: Path) -> set[str]:
+    return {canonical(str(path)), canonical(os.path.realpath(path))}
 
 
 def pipeline_policy(home: Home, config: Config) -> PipelinePolicy:

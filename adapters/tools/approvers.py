@@ -48,7 +48,9 @@ class TerminalApprover:
         """Ask `Approve ...? [y/N]`; end of input means no one answered."""
         question = f"Approve {request.tool_name}: {request.summary}? [y/N] "
         try:
-            line = await anyio.to_thread.run_sync(self._ask_line, question)
+            # Abandoned on cancel, so the approval timeout ends the wait even though a
+            # blocking read cannot be interrupted.
+            line = await anyio.to_thread.run_sync(self._ask_line, question, abandon_on_cancel=True)
         except EOFError:
             return None
         verdict = (

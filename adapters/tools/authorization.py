@@ -221,7 +221,12 @@ class Authorization:
 
     def _request(self, plan: Plan, mode: ApprovalMode, *, forced: bool) -> ApprovalRequest:
         call, assessment = self.call, plan.assessment
-        key = "" if forced else grant_key(call.name, assessment.grant_subject)
+        subject = assessment.grant_subject
+        where = next((t.real for t in plan.targets if t.argument == "cwd"), None)
+        if subject is not None and where is not None:
+            # Keyed by where the command really runs, not by how cwd was spelled.
+            subject = f"{subject} (in {where})"
+        key = "" if forced else grant_key(call.name, subject)
         summary = assessment.summary or f"{call.name} {', '.join(t.path for t in plan.targets)}"
         return ApprovalRequest(
             session_id=self.run.session_id,

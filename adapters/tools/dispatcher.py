@@ -189,7 +189,8 @@ class Dispatcher:
                 answer = await self.approver.ask(request)
             except Exception as error:  # noqa: BLE001 - an approver that fails did not answer
                 failure = f"the approver failed: {type(error).__name__}: {error}"[:2000]
-        if waited.cancelled_caught:
+        if waited.cancelled_caught or anyio.current_time() >= waited.deadline:
+            # An answer that arrives after the deadline is too late to count.
             answer = ApprovalAnswer(verdict=ApprovalVerdict.EXPIRED, decided_by="timeout")
         if answer is None:
             detail = failure or "no one answered the approval request"

@@ -47,9 +47,11 @@ HARMLESS_DEVICES = frozenset(
 
 
 def _subject(arguments: ShellArguments) -> str:
-    """What a standing approval of this command covers: its exact text, and where it runs."""
-    where = "." if arguments.cwd is None else arguments.cwd
-    return f"{arguments.command} (in {where})"
+    """What a standing approval of this command covers: its exact text.
+
+    The dispatcher adds the real working directory to it.
+    """
+    return arguments.command
 
 
 def _from_cwd(raw: str, cwd: str | None) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import time
 from pathlib import Path
 
 import anyio
@@ -12,7 +13,7 @@ import pytest
 
 from adapters.config import JournalSettings
 from adapters.errors import JournalError
-from adapters.tools.approvers import StandingApprover
+from adapters.tools.approvers import StandingApprover, TerminalApprover
 from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
 from domain.session.events import (
     ApprovalDecided,
@@ -683,4 +684,76 @@ async def test_a_journal_that_cannot_commit_fails_the_call_instead_of_hanging(
     finally:
         blocker.rollback()
         blocker.close()
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_a_session_grant_for_a_command_does_not_follow_it_to_another_project(
+    tmp_path: Path,
+) -> None:
+    """The same command text in another working directory is a new question."""
+
+    class SessionApprover(StandingApprover):
+        async def ask(self, request: ApprovalRequest) -> ApprovalAnswer | None:
+            self.asked.append(request)
+            return ApprovalAnswer(
+                verdict=ApprovalVerdict.APPROVED, decided_by="op", scope=ApprovalScope.SESSION
+            )
+
+    for name in ("scratch", "important"):
+        (tmp_path / "src" / name).mkdir(parents=True)
+        (tmp_path / "src" / name / "data.txt").write_text("data\n")
+    approver = SessionApprover(ApprovalVerdict.APPROVED, "op")
+    pipeline = make_pipeline(tmp_path, roots=[(tmp_path / "src", ALL)], approver=approver)
+    try:
+        await pipeline.call("set_working_directory", path=str(tmp_path / "src" / "scratch"))
+        await pipeline.call("shell_execute", command="rm -f data.txt")
+        await pipeline.call("set_working_directory", path=str(tmp_path / "src" / "important"))
+        await pipeline.call("shell_execute", command="rm -f data.txt")
+        assert 2 == len(approver.asked)
+        assert approver.asked[0].grant_key != approver.asked[1].grant_key
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_protected_files_stay_protected_through_the_homes_real_path(
+    tmp_path: Path,
+) -> None:
+    """A home reached through a link: its key store is denied by either spelling."""
+    real_home = tmp_path / "data" / "lc"
+    real_home.mkdir(parents=True)
+    (tmp_path / "home").symlink_to(real_home)
+    pipeline = make_pipeline(tmp_path, roots=[(tmp_path / "data", ALL)])
+    try:
+        (real_home / "keys").mkdir()
+        (real_home / "keys" / "device.key").write_text("SECRET-KEY\n")
+        for home in (tmp_path / "home", real_home):
+            result = await pipeline.call("read_file", path=str(home / "keys" / "device.key"))
+            assert DenialCategory.PROTECTED_PATH == result.denial
+        written = await pipeline.call(
+            "write_file", path=str(real_home / "secrets.toml"), content="x"
+        )
+        assert DenialCategory.PROTECTED_PATH == written.denial
+    finally:
+        pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_a_terminal_answer_after_the_timeout_does_not_count(tmp_path: Path) -> None:
+    """A person who answers too late is too late: the call expires and never runs."""
+
+    def slow_yes(_question: str) -> str:
+        time.sleep(1.5)
+        return "y"
+
+    approver = TerminalApprover("terminal", ask_line=slow_yes)
+    pipeline = make_pipeline(tmp_path, approver=approver, approval_timeout_seconds=0.2)
+    try:
+        started = time.monotonic()
+        result = await pipeline.call("shell_execute", command="touch late.txt")
+        assert DenialCategory.APPROVAL_EXPIRED == result.denial
+        assert time.monotonic() - started < 1.2
+        assert not (pipeline.workspace / "late.txt").exists()
+    finally:
         pipeline.close()

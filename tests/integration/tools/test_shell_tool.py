@@ -154,7 +154,7 @@ def test_assess_names_every_path_and_the_working_directory_as_writes(
     )
     assert expected == assessment.targets
     assert "cat ./notes.txt > out.txt" == assessment.summary
-    assert "cat ./notes.txt > out.txt (in .)" == assessment.grant_subject
+    assert "cat ./notes.txt > out.txt" == assessment.grant_subject
     assert "" == assessment.reviewed_safe
 
 
@@ -189,7 +189,7 @@ def test_assess_passes_on_a_reviewed_safe_candidate(shell: ShellExecute) -> None
     """A parsed read-only command carries its reviewed-safe phrase and its exact text."""
     assessment = shell.assess(ShellArguments(command="ls -la ./src | wc -l"))
     assert "ls" == assessment.reviewed_safe
-    assert "ls -la ./src | wc -l (in .)" == assessment.grant_subject
+    assert "ls -la ./src | wc -l" == assessment.grant_subject
     assert ("", None) == (assessment.needs_approval, assessment.deny)
 
 
