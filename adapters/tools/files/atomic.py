@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import suppress
 
 from adapters.tools.base import BoundTarget, ToolOutput
+from adapters.tools.files.cancel import stop_if_cancelled
 from domain.session.values import OutcomeCategory
 
 CHUNK_BYTES = 1 << 20
@@ -54,6 +55,7 @@ def open_regular(real_path: str) -> int:
 def read_chunks(fd: int) -> Iterator[bytes]:
     """The bytes of an open file from its current offset to the end, one chunk at a time."""
     while chunk := os.read(fd, CHUNK_BYTES):
+        stop_if_cancelled()
         yield chunk
 
 

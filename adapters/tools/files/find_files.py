@@ -21,6 +21,7 @@ from adapters.tools.base import (
     ToolRun,
     activity,
 )
+from adapters.tools.files.cancel import stop_if_cancelled
 from adapters.tools.files.globbing import compile_glob, glob_problem, printable
 from domain.authorization.path_access import PathAccessDecision, PathAllowed
 from domain.session.values import FileOperation, OutcomeCategory
@@ -66,6 +67,7 @@ def walk_tree(root: str, check_path: PathCheck, budget: WalkBudget) -> Iterator[
         try:
             with os.scandir(full_dir) as scan:
                 for entry in scan:
+                    stop_if_cancelled()
                     if budget.visited == MAX_ENTRIES:
                         budget.exhausted = True
                         break

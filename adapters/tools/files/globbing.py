@@ -9,7 +9,6 @@ one line of output is always one entry.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 GlobMatcher = Callable[[str], bool]
@@ -32,56 +31,139 @@ def glob_problem(pattern: str) -> str:
         return f"the pattern {pattern!r} must be relative to the searched directory"
     if ".." in pattern.split("/"):
         return f"the pattern {pattern!r} may not contain '..' segments"
-    try:
-        re.compile(translate(pattern))
-    except re.error as error:
-        return f"the pattern {pattern!r} is not a valid glob: {error}"
+    for segment in pattern.split("/"):
+        index = 0
+        while (start := segment.find("[", index)) >= 0:
+            end = _class_end(segment, start + 1)
+            if end < 0:
+                break
+            body = segment[start + 1 : end].removeprefix("!")
+            if any(member[0] > member[-1] for member in _ranges(body)):
+                return f"the pattern {pattern!r} has a set with a reversed range"
+            index = end + 1
     return ""
 
 
-def compile_glob(pattern: str) -> GlobMatcher:
-    """A matcher for `pattern` over whole relative paths."""
-    regex = re.compile(translate(pattern))
-    return lambda path: regex.match(path) is not None
-
-
-def translate(pattern: str) -> str:
-    """The regular expression that matches exactly the paths `pattern` matches."""
-    segments = pattern.split("/")
-    parts: list[str] = []
-    for index, segment in enumerate(segments):
-        last = index == len(segments) - 1
-        if segment == "**":
-            parts.append(".*" if last else "(?:.*/)?")
+def _ranges(body: str) -> list[str]:
+    """The members of a set's body: single characters and `a-z` ranges."""
+    members: list[str] = []
+    index = 0
+    while index < len(body):
+        if index + 2 < len(body) and body[index + 1] == "-":
+            members.append(body[index : index + 3])
+            index += 3
         else:
-            parts.append(_segment(segment) + ("" if last else "/"))
-    return "(?s:" + "".join(parts) + r")\Z"
+            members.append(body[index])
+            index += 1
+    return members
 
 
-def _segment(segment: str) -> str:
-    """One path segment's wildcards as a regular expression that never crosses a `/`."""
-    out: list[str] = []
+def compile_glob(pattern: str) -> GlobMatcher:
+    """A matcher for `pattern` over whole relative paths.
+
+    Matching takes time polynomial in the pattern and the path, never exponential: each
+    segment is matched by the classic wildcard walk (one remembered `*`), and `**` segments
+    by a table over (pattern segment, path segment) pairs. A regular expression with many
+    `*` could backtrack for hours on a long name, in a thread that cannot be stopped.
+    """
+    segments: list[_Segment | None] = []
+    for segment in pattern.split("/"):
+        if segment == "**":
+            if segments and segments[-1] is None:
+                continue  # `**/**` means the same as `**`
+            segments.append(None)
+        else:
+            segments.append(_tokens(segment))
+    return lambda path: _match_path(segments, path.split("/"))
+
+
+_Token = Callable[[str], bool] | None
+"""A character test, or None for a `*`."""
+_Segment = list[_Token]
+
+
+def _match_path(pattern: list[_Segment | None], parts: list[str]) -> bool:
+    memo: dict[tuple[int, int], bool] = {}
+
+    def match(at: int, part: int) -> bool:
+        key = (at, part)
+        if key not in memo:
+            if at == len(pattern):
+                found = part == len(parts)
+            elif pattern[at] is None and at == len(pattern) - 1:
+                found = part < len(parts)  # a final `**` is everything below, at least one
+            elif pattern[at] is None:
+                found = match(at + 1, part) or (part < len(parts) and match(at, part + 1))
+            else:
+                segment = pattern[at]
+                found = (
+                    part < len(parts)
+                    and segment is not None
+                    and _match_segment(segment, parts[part])
+                    and match(at + 1, part + 1)
+                )
+            memo[key] = found
+        return memo[key]
+
+    return match(0, 0)
+
+
+def _match_segment(tokens: _Segment, text: str) -> bool:
+    """Whether one path segment matches one pattern segment, in at most O(len * tokens)."""
+    token = position = 0
+    star, resume = -1, 0
+    while position < len(text):
+        if token < len(tokens) and tokens[token] is None:
+            star, resume = token, position
+            token += 1
+            continue
+        test = tokens[token] if token < len(tokens) else None
+        if test is not None and test(text[position]):
+            token += 1
+            position += 1
+        elif star >= 0:
+            token, resume = star + 1, resume + 1
+            position = resume
+        else:
+            return False
+    return all(rest is None for rest in tokens[token:])
+
+
+def _tokens(segment: str) -> _Segment:
+    """One pattern segment as `*` markers and character tests."""
+    tokens: _Segment = []
     index = 0
     while index < len(segment):
         char = segment[index]
         index += 1
         if char == "*":
-            out.append("[^/]*")
+            if not tokens or tokens[-1] is not None:
+                tokens.append(None)
         elif char == "?":
-            out.append("[^/]")
-        elif char == "[":
-            end = _class_end(segment, index)
-            if end < 0:
-                out.append(re.escape(char))
-                continue
+            tokens.append(_any_character)
+        elif char == "[" and (end := _class_end(segment, index)) >= 0:
             body = segment[index:end]
             index = end + 1
-            negate = body.startswith("!")
-            body = "".join(c if c == "-" else re.escape(c) for c in body.removeprefix("!"))
-            out.append(f"[^/{body}]" if negate else f"[{body}]")
+            tokens.append(_character_set(body))
         else:
-            out.append(re.escape(char))
-    return "".join(out)
+            tokens.append(char.__eq__)
+    return tokens
+
+
+def _any_character(char: str) -> bool:
+    return char != "/"
+
+
+def _character_set(body: str) -> Callable[[str], bool]:
+    """A test for `[body]`: characters and ranges, negated by a leading `!`."""
+    negate = body.startswith("!")
+    ranges = [(member[0], member[-1]) for member in _ranges(body.removeprefix("!"))]
+
+    def test(char: str) -> bool:
+        inside = any(low <= char <= high for low, high in ranges)
+        return char != "/" and inside != negate
+
+    return test
 
 
 def _class_end(segment: str, start: int) -> int:

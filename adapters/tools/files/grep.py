@@ -23,6 +23,7 @@ from adapters.tools.base import (
     activity,
 )
 from adapters.tools.files.atomic import read_bounded
+from adapters.tools.files.cancel import stop_if_cancelled
 from adapters.tools.files.find_files import (
     MAX_ENTRIES,
     PathCheck,
@@ -180,6 +181,8 @@ def _search(  # noqa: PLR0913, PLR0917 - the search's inputs and its running tal
         lines.pop()
     before = len(tally.lines)
     for number, line in enumerate(lines, 1):
+        if number % 4096 == 0:
+            stop_if_cancelled()
         if regex.search(line):
             shown_line, was_cut = redact_cut(line, MAX_LINE_CHARS, secrets)
             cut = shown_line + (" [...]" if was_cut else "")

@@ -136,6 +136,8 @@ class ReadFile:
         return await anyio.to_thread.run_sync(read)
 
 
+MAX_HASHED_BYTES = 10 * 1024 * 1024
+"""Larger files are read only up to the window asked for and get no revision."""
 INLINE_BYTES = 64 * 1024
 """Regular files up to this size are read on the event loop."""
 
@@ -162,22 +164,53 @@ def _read(
         return output
     try:
         size = os.fstat(fd).st_size
-        binary: list[bool] = []
-
-        def chunks() -> Iterator[bytes]:
-            for chunk in read_chunks(fd):
-                if not binary:
-                    binary.append(b"\0" in chunk[:BINARY_SNIFF_BYTES])
-                if not binary[0]:
-                    lines.feed(chunk)
-                yield chunk
-
-        revision = revision_of_chunks(chunks())
+        revision, binary, complete = _scan(fd, lines, last, size)
     finally:
         os.close(fd)
+    return _compose(arguments, target, lines, revision, binary=binary, complete=complete)
+
+
+def _scan(fd: int, lines: _Lines, last: int, size: int) -> tuple[str, bool, bool]:
+    """Feed the file to `lines` and hash it: (revision, binary, whole file read).
+
+    A file larger than MAX_HASHED_BYTES is read only until the window is full; it then has
+    no revision (edit_file refuses such files anyway) and its line count is a lower bound.
+    """
+    binary: list[bool] = []
+    stopped: list[bool] = []
+
+    def chunks() -> Iterator[bytes]:
+        for chunk in read_chunks(fd):
+            if not binary:
+                binary.append(b"\0" in chunk[:BINARY_SNIFF_BYTES])
+            if not binary[0]:
+                lines.feed(chunk)
+            yield chunk
+            if size > MAX_HASHED_BYTES and (binary[0] or lines.number > last or lines.full):
+                stopped.append(True)
+                return
+
+    revision = revision_of_chunks(chunks())
+    if stopped:
+        revision = "not computed (file too large to edit)"
+    return revision, bool(binary and binary[0]), not stopped
+
+
+def _compose(  # noqa: PLR0913 - the facts one read gathered
+    arguments: ReadFileArguments,
+    target: BoundTarget,
+    lines: _Lines,
+    revision: str,
+    *,
+    binary: bool,
+    complete: bool,
+) -> ToolOutput:
+    """The tool's output from what the read found."""
+    last = arguments.start_line + arguments.limit - 1
     total = lines.finish()
     header = f"path: {target.path}  revision: {revision}"
-    if binary and binary[0]:
+    if binary:
+        size = os.stat(target.real).st_size
         text = f"{header}\nbinary file ({size} bytes); content not shown"
     elif total == 0:
         text = f"{header}  empty file (0 lines)"
@@ -188,13 +221,15 @@ def _read(
             outcome=OutcomeCategory.INVALID_INPUT,
         )
     else:
-        text = _numbered(header, lines, arguments.start_line, min(last, total), total)
+        counted = str(total) if complete else f"at least {total}"
+        text = _numbered(header, lines, arguments.start_line, min(last, total), counted)
     return ToolOutput(text=text, file_activity=(activity(target),))
 
 
-def _numbered(header: str, lines: _Lines, first: int, last: int, total: int) -> str:
+def _numbered(header: str, lines: _Lines, first: int, last: int, counted: str) -> str:
     shown = first + len(lines.kept) - 1
-    parts = [f"{header}  lines {first}-{shown} of {total}", *lines.kept]
+    total = int(counted.removeprefix("at least "))
+    parts = [f"{header}  lines {first}-{shown} of {counted}", *lines.kept]
     if shown < last:
         parts.append(f"... output stopped after {MAX_CONTENT_BYTES} bytes of lines")
     if shown < total:
