@@ -37,6 +37,9 @@ class TimelineEntry(NamedTuple):
     recorded_at: str
     event: str
     fields: dict[str, Any]
+    """The event's key fields, as the timeline line shows them."""
+    data: dict[str, Any] = {}  # noqa: RUF012 - a NamedTuple default, never mutated
+    """Every stored field of the event (after upcasting), for --json and audits."""
 
 
 class SessionSummary(NamedTuple):
@@ -201,7 +204,9 @@ class JournalReader:
         state = orjson.loads(raw)
         shape = self._shapes.get(topic)
         if shape is None:
-            return TimelineEntry(position, log_position, state.get("timestamp", ""), topic, {})
+            return TimelineEntry(
+                position, log_position, state.get("timestamp", ""), topic, {}, state
+            )
         if "class_version" in state or shape.event_type.class_version > 1:
             upcast(shape.event_type, state)
         fields: dict[str, Any] = {}
@@ -209,6 +214,7 @@ class JournalReader:
             value: Any = state
             for part in path:
                 value = value.get(part) if isinstance(value, dict) else None
-            if value is not None:
+            if value not in (None, "", [], {}):
                 fields[label] = value
-        return TimelineEntry(position, log_position, state["timestamp"], shape.name, fields)
+        data = {k: v for k, v in state.items() if k not in ("timestamp", "originator_topic")}
+        return TimelineEntry(position, log_position, state["timestamp"], shape.name, fields, data)

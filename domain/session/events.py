@@ -100,7 +100,7 @@ class PolicyEvaluated(SessionEvent):
     """Policy decided an attempt, naming the rule that decided it."""
 
     TOPIC: ClassVar[str] = "ledgerclaw.session.policy_evaluated"
-    KEY_FIELDS = ("attempt_id", "decision", "rule")
+    KEY_FIELDS = ("attempt_id", "decision", "rule", "approval_mode", "detail")
 
     run_id: RunId
     attempt_id: AttemptId
@@ -114,7 +114,7 @@ class ApprovalRequested(SessionEvent):
     """An operator was asked to consent to an attempt; the attempt stays open."""
 
     TOPIC: ClassVar[str] = "ledgerclaw.session.approval_requested"
-    KEY_FIELDS = ("attempt_id", "mode")
+    KEY_FIELDS = ("attempt_id", "mode", "grant_key", "summary")
 
     run_id: RunId
     attempt_id: AttemptId
@@ -128,7 +128,7 @@ class ApprovalDecided(SessionEvent):
     """An operator answered a pending approval request."""
 
     TOPIC: ClassVar[str] = "ledgerclaw.session.approval_decided"
-    KEY_FIELDS = ("attempt_id", "verdict", "scope", "decided_by")
+    KEY_FIELDS = ("attempt_id", "verdict", "scope", "decided_by", "directory")
 
     run_id: RunId
     attempt_id: AttemptId
@@ -143,7 +143,7 @@ class CorrectionIssued(SessionEvent):
     """An attempt ended with a remediation instead of running; terminal."""
 
     TOPIC: ClassVar[str] = "ledgerclaw.session.correction_issued"
-    KEY_FIELDS = ("attempt_id", "remediation")
+    KEY_FIELDS = ("attempt_id", "remediation", "detail")
 
     run_id: RunId
     attempt_id: AttemptId
@@ -155,7 +155,7 @@ class AttemptDenied(SessionEvent):
     """An attempt was denied; terminal, and approval cannot undo it."""
 
     TOPIC: ClassVar[str] = "ledgerclaw.session.attempt_denied"
-    KEY_FIELDS = ("attempt_id", "category")
+    KEY_FIELDS = ("attempt_id", "category", "detail")
 
     run_id: RunId
     attempt_id: AttemptId
@@ -167,7 +167,14 @@ class ToolReceiptRecorded(SessionEvent):
     """An allowed attempt completed; the receipt is its terminal outcome."""
 
     TOPIC: ClassVar[str] = "ledgerclaw.session.receipt_recorded"
-    KEY_FIELDS = ("attempt_id", "outcome", "spill_id")
+    KEY_FIELDS = (
+        "attempt_id",
+        "outcome",
+        "remediation",
+        "spill_id",
+        "project_declaration",
+        "file_activity",
+    )
 
     run_id: RunId
     attempt_id: AttemptId
@@ -193,7 +200,7 @@ class WorkingContextChanged(SessionEvent):
     """The project directory or the recent files changed after a successful receipt."""
 
     TOPIC: ClassVar[str] = "ledgerclaw.session.working_context_changed"
-    KEY_FIELDS = ("project_directory",)
+    KEY_FIELDS = ("project_directory", "recent_files")
 
     run_id: RunId
     project_directory: CanonicalPath | None

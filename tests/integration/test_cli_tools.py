@@ -318,3 +318,18 @@ def test_a_session_store_in_the_way_is_a_clear_error(home: Path) -> None:
         not (home / "ledgerclaw.db").exists()
         or "[]" == invoke("session", "list", "--json")[1].strip()
     )
+
+
+def test_replay_shows_what_an_audit_needs(session: str) -> None:
+    """Denial details, grant keys and file activity are on the line and in --json data."""
+    call("shell_execute", {"command": "touch audited.txt"}, "--session", session, "--approve")
+    call("read_file", {"path": "/etc/passwd"}, "--session", session)
+    code, out, _ = invoke("session", "replay", session)
+    assert 0 == code
+    assert "detail=/etc/passwd is outside every trusted root" in out
+    assert "grant_key=shell_execute: touch audited.txt (in " in out
+    _, out, _ = invoke("session", "replay", session, "--json")
+    events = json.loads(out)["events"]
+    receipts = [e["data"] for e in events if e["event"].endswith("receipt_recorded")]
+    assert any(r["file_activity"] for r in receipts)
+    assert all("timestamp" not in e["data"] for e in events)
