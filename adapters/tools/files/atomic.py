@@ -126,6 +126,10 @@ def _existing_mode(name: str, dir_fd: int, real_path: str) -> int | None:
     except FileNotFoundError:
         return None
     _require_regular(info.st_mode, real_path)
+    if not info.st_mode & 0o222:
+        # Replacing would ignore the file's own protection (only the directory's counts),
+        # so a file nobody may write stays as it is, even for a privileged process.
+        raise PermissionError(errno.EACCES, "the file is read-only", real_path)
     return info.st_mode & 0o7777
 
 
@@ -160,6 +164,9 @@ def refusal(path: str, error: OSError, directory_hint: str = "") -> ToolOutput |
         )
     if isinstance(error, (FileNotFoundError, NotADirectoryError)):
         return ToolOutput(text=f"{path} does not exist", outcome=OutcomeCategory.NOT_FOUND)
+    if isinstance(error, PermissionError):
+        reason = error.strerror or "permission denied"
+        return ToolOutput(text=f"{path}: {reason}", outcome=OutcomeCategory.ACCESS_DENIED)
     return None
 
 

@@ -7,10 +7,14 @@ from pathlib import Path
 import anyio
 import pytest
 
+from adapters.tools.files.edit_file import EditFile
 from adapters.tools.files.find_files import FindFiles
 from adapters.tools.files.globbing import compile_glob, glob_problem
 from adapters.tools.files.grep import Grep
 from adapters.tools.files.read_file import ReadFile
+from adapters.tools.files.revision import revision_of
+from adapters.tools.files.write_file import WriteFile
+from domain.session.values import OutcomeCategory
 from tests.integration.tools.tool_run import invoke
 
 
@@ -75,3 +79,22 @@ async def test_a_cancelled_search_stops_its_worker_thread(tmp_path: Path) -> Non
     with anyio.move_on_after(0.05) as scope:
         await invoke(Grep(), {"pattern": "haystack$", "limit": 1000}, tmp_path)
     assert scope.cancelled_caught
+
+
+@pytest.mark.anyio
+async def test_a_read_only_file_is_not_replaced(tmp_path: Path) -> None:
+    """write_file and edit_file leave a file without write permission unchanged."""
+    target = tmp_path / "locked.txt"
+    target.write_text("keep\n")
+    target.chmod(0o444)
+    revision = revision_of(b"keep\n")
+    written = await invoke(WriteFile(), {"path": "locked.txt", "content": "x"}, tmp_path)
+    edited = await invoke(
+        EditFile(),
+        {"path": "locked.txt", "old_text": "keep", "new_text": "x", "revision": revision},
+        tmp_path,
+    )
+    for output in (written, edited):
+        assert OutcomeCategory.ACCESS_DENIED == output.outcome
+    assert "keep\n" == target.read_text()
+    assert [] == [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
