@@ -63,6 +63,11 @@ class CallAssessment(Value):
     summary: str = ""
 
 
+def one_path(raw: str, operation: FileOperation) -> CallAssessment:
+    """The assessment of a call that touches one path, its `path` argument."""
+    return CallAssessment(targets=(PathTarget(argument="path", raw=raw, operation=operation),))
+
+
 @dataclass(frozen=True)
 class BoundTarget:
     """A target after its allow decision: the checked lexical and real locations."""

@@ -12,10 +12,10 @@ from adapters.tools.base import (
     Arguments,
     BoundTarget,
     CallAssessment,
-    PathTarget,
     ToolOutput,
     ToolRun,
     activity,
+    one_path,
 )
 from adapters.tools.files.atomic import atomic_replace, named_link_refusal, read_bounded, refusal
 from adapters.tools.files.revision import revision_of
@@ -63,11 +63,7 @@ class EditFile:
 
     def assess(self, arguments: EditFileArguments) -> CallAssessment:
         """The one file the call writes."""
-        return CallAssessment(
-            targets=(
-                PathTarget(argument="path", raw=arguments.path, operation=FileOperation.WRITE),
-            )
-        )
+        return one_path(arguments.path, FileOperation.WRITE)
 
     async def run(self, arguments: EditFileArguments, run: ToolRun) -> ToolOutput:
         """Check the revision, make the replacement and write the file."""

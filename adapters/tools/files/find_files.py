@@ -16,10 +16,10 @@ from adapters.tools.base import (
     Arguments,
     BoundTarget,
     CallAssessment,
-    PathTarget,
     ToolOutput,
     ToolRun,
     activity,
+    one_path,
 )
 from adapters.tools.files.cancel import stop_if_cancelled
 from adapters.tools.files.globbing import compile_glob, glob_problem, printable
@@ -132,9 +132,7 @@ class FindFiles:
 
     def assess(self, arguments: FindFilesArguments) -> CallAssessment:
         """The one directory the call searches."""
-        return CallAssessment(
-            targets=(PathTarget(argument="path", raw=arguments.path, operation=FileOperation.READ),)
-        )
+        return one_path(arguments.path, FileOperation.READ)
 
     async def run(self, arguments: FindFilesArguments, run: ToolRun) -> ToolOutput:
         """Walk the directory and collect the matches."""

@@ -17,10 +17,10 @@ from adapters.tools.base import (
     Arguments,
     BoundTarget,
     CallAssessment,
-    PathTarget,
     ToolOutput,
     ToolRun,
     activity,
+    one_path,
 )
 from adapters.tools.files.atomic import read_bounded
 from adapters.tools.files.cancel import stop_if_cancelled
@@ -93,9 +93,7 @@ class Grep:
 
     def assess(self, arguments: GrepArguments) -> CallAssessment:
         """The one file or directory the call searches."""
-        return CallAssessment(
-            targets=(PathTarget(argument="path", raw=arguments.path, operation=FileOperation.READ),)
-        )
+        return one_path(arguments.path, FileOperation.READ)
 
     async def run(self, arguments: GrepArguments, run: ToolRun) -> ToolOutput:
         """Search the file or the tree."""

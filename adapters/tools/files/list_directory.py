@@ -15,10 +15,10 @@ from adapters.tools.base import (
     Arguments,
     BoundTarget,
     CallAssessment,
-    PathTarget,
     ToolOutput,
     ToolRun,
     activity,
+    one_path,
 )
 from adapters.tools.files.globbing import printable
 from domain.session.values import FileOperation, OutcomeCategory
@@ -62,9 +62,7 @@ class ListDirectory:
 
     def assess(self, arguments: ListDirectoryArguments) -> CallAssessment:
         """The one directory the call reads."""
-        return CallAssessment(
-            targets=(PathTarget(argument="path", raw=arguments.path, operation=FileOperation.READ),)
-        )
+        return one_path(arguments.path, FileOperation.READ)
 
     async def run(self, arguments: ListDirectoryArguments, run: ToolRun) -> ToolOutput:
         """List the directory."""

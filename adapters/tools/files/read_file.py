@@ -15,10 +15,10 @@ from adapters.tools.base import (
     Arguments,
     BoundTarget,
     CallAssessment,
-    PathTarget,
     ToolOutput,
     ToolRun,
     activity,
+    one_path,
 )
 from adapters.tools.files.atomic import open_regular, read_chunks, refusal
 from adapters.tools.files.revision import revision_of_chunks
@@ -120,9 +120,7 @@ class ReadFile:
 
     def assess(self, arguments: ReadFileArguments) -> CallAssessment:
         """The one file the call reads."""
-        return CallAssessment(
-            targets=(PathTarget(argument="path", raw=arguments.path, operation=FileOperation.READ),)
-        )
+        return one_path(arguments.path, FileOperation.READ)
 
     async def run(self, arguments: ReadFileArguments, run: ToolRun) -> ToolOutput:
         """Read the window of lines the arguments ask for.

@@ -13,10 +13,10 @@ from adapters.tools.base import (
     Arguments,
     BoundTarget,
     CallAssessment,
-    PathTarget,
     ToolOutput,
     ToolRun,
     activity,
+    one_path,
 )
 from adapters.tools.files.atomic import (
     atomic_replace,
@@ -64,11 +64,7 @@ class WriteFile:
 
     def assess(self, arguments: WriteFileArguments) -> CallAssessment:
         """The one file the call writes."""
-        return CallAssessment(
-            targets=(
-                PathTarget(argument="path", raw=arguments.path, operation=FileOperation.WRITE),
-            )
-        )
+        return one_path(arguments.path, FileOperation.WRITE)
 
     async def run(self, arguments: WriteFileArguments, run: ToolRun) -> ToolOutput:
         """Check the revision if one was given, then replace the file."""
