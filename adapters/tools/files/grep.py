@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import os
-import re
 import stat
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import ClassVar
 
 import anyio.to_thread
+import regex
 from pydantic import Field
 
 from adapters.tools.base import (
@@ -36,6 +37,8 @@ from domain.session.values import FileOperation, OutcomeCategory
 from domain.tools.definition import Concurrency, ToolDefinition
 from domain.tools.output import redact_cut
 
+SEARCH_SECONDS = 10.0
+"""Matching time one search may spend; a pattern that backtracks without end is stopped."""
 MAX_FILE_BYTES = 5 * 1024 * 1024
 """Larger files are skipped."""
 MAX_TOTAL_BYTES = 100 * 1024 * 1024
@@ -72,10 +75,16 @@ class _Tally:
     binary: int = 0
     large: int = 0
     bytes_read: int = 0
+    seconds: float = 0.0
+    timed_out: bool = False
+    budget: float = SEARCH_SECONDS
 
 
 class Grep:
     """Search the lines of a file, or of every readable text file in a tree."""
+
+    def __init__(self, search_seconds: float = SEARCH_SECONDS) -> None:
+        self.search_seconds = search_seconds
 
     definition: ClassVar[ToolDefinition] = ToolDefinition(
         name="grep",
@@ -97,7 +106,14 @@ class Grep:
 
     async def run(self, arguments: GrepArguments, run: ToolRun) -> ToolOutput:
         """Search the file or the tree."""
-        work = partial(_grep, arguments, run.targets["path"], run.check_path, run.secrets)
+        work = partial(
+            _grep,
+            arguments,
+            run.targets["path"],
+            run.check_path,
+            run.secrets,
+            self.search_seconds,
+        )
         return await anyio.to_thread.run_sync(work)
 
 
@@ -110,10 +126,11 @@ def _grep(
     target: BoundTarget,
     check_path: PathCheck,
     secrets: frozenset[str] = frozenset(),
+    search_seconds: float = SEARCH_SECONDS,
 ) -> ToolOutput:
     try:
-        regex = re.compile(arguments.pattern, re.IGNORECASE if arguments.ignore_case else 0)
-    except re.error as error:
+        pattern = regex.compile(arguments.pattern, regex.IGNORECASE if arguments.ignore_case else 0)
+    except regex.error as error:
         return _invalid(f"invalid regular expression {arguments.pattern!r}: {error}")
     if arguments.glob is not None and (problem := glob_problem(arguments.glob)):
         return _invalid(problem)
@@ -129,9 +146,11 @@ def _grep(
     else:
         text = f"{target.path} is not a regular file or a directory"
         return ToolOutput(text=text, outcome=OutcomeCategory.ACCESS_DENIED)
-    tally = _Tally()
+    tally = _Tally(budget=search_seconds)
     for relative, real in files:
-        _search(regex, printable(relative), real, tally, arguments.limit, secrets)
+        _search(pattern, printable(relative), real, tally, arguments.limit, secrets)
+        if tally.timed_out:
+            break
         if len(tally.lines) >= arguments.limit or tally.bytes_read > MAX_TOTAL_BYTES:
             break
     return ToolOutput(
@@ -154,7 +173,7 @@ def _tree(
 
 
 def _search(  # noqa: PLR0913, PLR0917 - the search's inputs and its running tally
-    regex: re.Pattern[str],
+    pattern: regex.Pattern[str],
     shown: str,
     real: str,
     tally: _Tally,
@@ -181,7 +200,16 @@ def _search(  # noqa: PLR0913, PLR0917 - the search's inputs and its running tal
     for number, line in enumerate(lines, 1):
         if number % 4096 == 0:
             stop_if_cancelled()
-        if regex.search(line):
+        left = tally.budget - tally.seconds
+        began = time.monotonic()
+        try:
+            found = pattern.search(line, timeout=max(left, 0.001))
+        except TimeoutError:
+            tally.timed_out = True
+            break
+        finally:
+            tally.seconds += time.monotonic() - began
+        if found:
             shown_line, was_cut = redact_cut(line, MAX_LINE_CHARS, secrets)
             cut = shown_line + (" [...]" if was_cut else "")
             tally.lines.append(f"{shown}:{number}: {cut}")
@@ -201,6 +229,8 @@ def _summary(tally: _Tally, limit: int, budget: WalkBudget) -> str:
         notes.append(f"stopped after visiting {MAX_ENTRIES} entries")
     if tally.bytes_read > MAX_TOTAL_BYTES:
         notes.append(f"stopped after reading {MAX_TOTAL_BYTES} bytes")
+    if tally.timed_out:
+        notes.append(f"stopped after {tally.budget:g} s of matching: simplify the pattern")
     if tally.binary:
         notes.append(f"binary files skipped: {tally.binary}")
     if tally.large:

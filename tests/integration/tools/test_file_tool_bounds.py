@@ -98,3 +98,12 @@ async def test_a_read_only_file_is_not_replaced(tmp_path: Path) -> None:
         assert OutcomeCategory.ACCESS_DENIED == output.outcome
     assert "keep\n" == target.read_text()
     assert [] == [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.anyio
+async def test_a_backtracking_pattern_is_stopped_not_hung(tmp_path: Path) -> None:
+    """Grep's own regex gets a time budget: a pattern that backtracks for ever is stopped."""
+    (tmp_path / "a.txt").write_text("a" * 64 + "b\n")
+    output = await invoke(Grep(search_seconds=0.3), {"pattern": "^(a|aa)+$"}, tmp_path)
+    assert OutcomeCategory.SUCCESS == output.outcome
+    assert "stopped after 0.3 s of matching: simplify the pattern" in output.text
