@@ -20,6 +20,7 @@ from adapters.tools.base import (
     activity,
     one_path,
 )
+from adapters.tools.files.find_files import PathCheck
 from adapters.tools.files.globbing import printable
 from domain.session.values import FileOperation, OutcomeCategory
 from domain.tools.definition import Concurrency, ToolDefinition
@@ -66,10 +67,13 @@ class ListDirectory:
 
     async def run(self, arguments: ListDirectoryArguments, run: ToolRun) -> ToolOutput:
         """List the directory."""
-        return await anyio.to_thread.run_sync(partial(_list, arguments, run.targets["path"]))
+        work = partial(_list, arguments, run.targets["path"], run.check_path)
+        return await anyio.to_thread.run_sync(work)
 
 
-def _list(arguments: ListDirectoryArguments, target: BoundTarget) -> ToolOutput:
+def _list(
+    arguments: ListDirectoryArguments, target: BoundTarget, check_path: PathCheck
+) -> ToolOutput:
     try:
         dir_fd = os.open(target.real, _OPEN_FLAGS)
     except OSError as error:
@@ -83,7 +87,7 @@ def _list(arguments: ListDirectoryArguments, target: BoundTarget) -> ToolOutput:
                 names.append(entry.name)
             truncated = len(names) == MAX_NAMES and next(entries, None) is not None
         names.sort()
-        shown = [_describe(name, dir_fd) for name in names[: arguments.limit]]
+        shown = [_describe(name, dir_fd, target, check_path) for name in names[: arguments.limit]]
     finally:
         os.close(dir_fd)
     lines = [f"directory: {target.path}  entries: {len(names)}{'+' if truncated else ''}"]
@@ -94,6 +98,13 @@ def _list(arguments: ListDirectoryArguments, target: BoundTarget) -> ToolOutput:
     elif rest:
         lines.append(f"... {rest} more")
     return ToolOutput(text="\n".join(lines), file_activity=(activity(target),))
+
+
+def _readable(check_path: PathCheck, path: str) -> bool:
+    try:
+        return check_path(path, FileOperation.READ).allowed
+    except ValueError:
+        return False
 
 
 def _refusal(path: str, error: OSError) -> ToolOutput:
@@ -108,14 +119,21 @@ def _refusal(path: str, error: OSError) -> ToolOutput:
     raise error
 
 
-def _describe(name: str, dir_fd: int) -> str:
-    """One entry's line: `name/`, `name  N bytes`, `name@ -> target` or `name  (kind)`."""
+def _describe(name: str, dir_fd: int, directory: BoundTarget, check_path: PathCheck) -> str:
+    """One entry's line: `name/`, `name  N bytes`, `name@ -> target` or `name  (kind)`.
+
+    A link's target is shown only when reading through the link would be allowed, so a
+    listing does not reveal places outside the roots.
+    """
     shown = printable(name)
     try:
         info = os.lstat(name, dir_fd=dir_fd)
     except FileNotFoundError:
         return f"{shown}  (removed while listing)"
     if stat.S_ISLNK(info.st_mode):
+        through = os.path.join(directory.path, name)
+        if not _readable(check_path, through):
+            return f"{shown}@ -> (a place this session may not read)"
         return f"{shown}@ -> {printable(os.readlink(name, dir_fd=dir_fd))}"
     if stat.S_ISDIR(info.st_mode):
         return f"{shown}/"

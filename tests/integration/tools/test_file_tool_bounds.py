@@ -11,6 +11,7 @@ from adapters.tools.files.edit_file import EditFile
 from adapters.tools.files.find_files import FindFiles
 from adapters.tools.files.globbing import compile_glob, glob_problem
 from adapters.tools.files.grep import Grep
+from adapters.tools.files.list_directory import ListDirectory
 from adapters.tools.files.read_file import ReadFile
 from adapters.tools.files.revision import revision_of
 from adapters.tools.files.write_file import WriteFile
@@ -107,3 +108,17 @@ async def test_a_backtracking_pattern_is_stopped_not_hung(tmp_path: Path) -> Non
     output = await invoke(Grep(search_seconds=0.3), {"pattern": "^(a|aa)+$"}, tmp_path)
     assert OutcomeCategory.SUCCESS == output.outcome
     assert "stopped after 0.3 s of matching: simplify the pattern" in output.text
+
+
+@pytest.mark.anyio
+async def test_a_listing_does_not_reveal_where_an_outside_link_points(tmp_path: Path) -> None:
+    """A link inside the root to a place outside is listed, its target withheld."""
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "inside.txt").write_text("x")
+    (root / "near").symlink_to("inside.txt")
+    (root / "far").symlink_to("/etc/hostname")
+    output = await invoke(ListDirectory(), {"path": "."}, root)
+    assert "near@ -> inside.txt" in output.text
+    assert "far@ -> (a place this session may not read)" in output.text
+    assert "/etc" not in output.text
