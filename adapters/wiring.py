@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 
 from adapters.config import Config, load_config
@@ -90,6 +91,7 @@ def pipeline_policy(home: Home, config: Config) -> PipelinePolicy:
         exposure=exposure,
         roots=tools.roots,
         protected=protected_paths(home),
+        protection=partial(protected_paths, home),
         secrets=frozenset(load_secrets(home.secrets, tools.redact_env, os.environ)),
         inline_limit=tools.inline_limit,
         approval_timeout_seconds=float(tools.approval_timeout_seconds),

@@ -152,14 +152,16 @@ class Authorization:
 
     def scope(self, plan: Plan) -> PathScope:
         """The roots and base of this call, from the filesystem as it is now."""
-        if self.run.roots is None:
+        if self.run.roots is None or self.run.protected is None:
             self.run.roots = run_roots(self.run.envelope, self.policy.roots)
+            gather = self.policy.protection
+            self.run.protected = gather() if gather is not None else self.policy.protected
         return build_scope(
             plan.audience,
             self.run.roots,
             self.run.envelope.workspace,
             plan.project,
-            self.policy.protected,
+            self.run.protected,
         )
 
     # -- approval --------------------------------------------------------------------------

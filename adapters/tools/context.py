@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,8 @@ class RunScope:
     working_context: WorkingContext = field(default_factory=WorkingContext)
     roots: tuple[TrustedRoot, ...] | None = None
     """The envelope and configured roots, resolved on the run's first call."""
+    protected: ProtectedPaths | None = None
+    """The protected paths as they were at the run's first call (file identities included)."""
 
     @property
     def tmp_dir(self) -> Path:
@@ -44,6 +47,8 @@ class PipelinePolicy:
     exposure: ExposurePolicy = field(default_factory=ExposurePolicy)
     roots: tuple[RootSetting, ...] = ()
     protected: ProtectedPaths = field(default_factory=ProtectedPaths)
+    protection: Callable[[], ProtectedPaths] | None = None
+    """Gathers the protected paths afresh, so every run sees key files created since."""
     secrets: frozenset[str] = frozenset()
     inline_limit: int = INLINE_LIMIT
     approval_timeout_seconds: float = 300.0

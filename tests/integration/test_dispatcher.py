@@ -757,3 +757,20 @@ async def test_a_terminal_answer_after_the_timeout_does_not_count(tmp_path: Path
         assert not (pipeline.workspace / "late.txt").exists()
     finally:
         pipeline.close()
+
+
+@pytest.mark.anyio
+async def test_a_key_file_created_later_is_protected_from_the_next_run(tmp_path: Path) -> None:
+    """File identities are gathered per run, so a hard link to a new key is recognised."""
+    pipeline = make_pipeline(tmp_path)
+    try:
+        keys = pipeline.home.root / "keys"
+        keys.mkdir()
+        (keys / "new.key").write_text("NEW-KEY\n")
+        os.link(keys / "new.key", pipeline.workspace / "innocent.txt")
+        pipeline.new_run()
+        result = await pipeline.call("read_file", path="innocent.txt")
+        assert DenialCategory.PROTECTED_PATH == result.denial
+        assert "NEW-KEY" not in result.text
+    finally:
+        pipeline.close()
