@@ -321,6 +321,7 @@ EVENT_STRATEGIES: dict[type[DomainEvent], st.SearchStrategy[Any]] = {
         rule=short_texts(),
         detail=details(),
         approval_mode=st.none() | st.sampled_from(ApprovalMode),
+        targets=st.lists(file_activities(), max_size=3).map(tuple),
     ),
     ApprovalRequested: _event(
         ApprovalRequested,

@@ -23,6 +23,8 @@ from domain.session.values import (
     AttemptEnd,
     Audience,
     DenialCategory,
+    FileActivity,
+    FileOperation,
     OutcomeCategory,
     PolicyDecision,
     RemediationCode,
@@ -44,6 +46,21 @@ def _short(rule: str) -> str:
     return rule if len(rule) <= RULE_LIMIT else rule[: RULE_LIMIT - 1] + "…"
 
 
+def _activity(path: str, operation: FileOperation) -> FileActivity | None:
+    """A target as the journal records it; None for a path it cannot hold (not canonical)."""
+    try:
+        return FileActivity(path=path, operation=operation)
+    except ValueError:
+        return None
+
+
+def _targets(plan: Plan) -> tuple[FileActivity, ...]:
+    """The decided paths of a plan: its bound targets, or the one that was denied."""
+    found = [_activity(t.path, t.operation) for t in plan.targets]
+    found.append(plan.denied_target)
+    return tuple(dict.fromkeys(t for t in found if t is not None))
+
+
 Views = Callable[[Audience, frozenset[str]], dict[str, Visibility]]
 """Every tool's visibility, by name, for an audience and a set of loaded tools."""
 NO_BASE = "No project or session directory is available for a relative path."
@@ -59,6 +76,8 @@ class Plan:
     loaded_tools: frozenset[str]
     scope: PathScope | None = None
     """The roots and base the targets were decided against; revalidation reuses them."""
+    denied_target: FileActivity | None = None
+    """The path whose decision denied the call, for the journal."""
     result: ToolResult | None = None
     targets: tuple[BoundTarget, ...] = ()
     assessment: CallAssessment = field(default_factory=CallAssessment)
@@ -146,6 +165,7 @@ class Authorization:
         if resolution.denied is not None:
             denied = resolution.denied
             rule = f"path access ({denied.operation})"
+            plan.denied_target = _activity(denied.path, denied.operation)
             return self._deny(session, plan, denied.category, rule, denied.detail)
         plan.targets = resolution.bound
         return self._approval(session, plan)
@@ -190,6 +210,7 @@ class Authorization:
             PolicyDecision.APPROVAL_REQUIRED,
             rule=_short(f"approval required ({assessment.needs_approval or f'mode {mode}'})"),
             approval_mode=mode,
+            targets=_targets(plan),
         )
         session.request_approval(
             self.run.run_id, self.attempt_id, request.summary, request.mode, request.grant_key
@@ -251,6 +272,7 @@ class Authorization:
             rule=_short(rule),
             detail=rule[:DETAIL_LIMIT] if len(rule) > RULE_LIMIT else "",
             approval_mode=plan.mode,
+            targets=_targets(plan),
         )
         return plan
 
@@ -265,6 +287,7 @@ class Authorization:
             detail=detail[:DETAIL_LIMIT],
             approval_mode=plan.mode,
             denial=category,
+            targets=_targets(plan),
         )
         text = f"Denied ({category}): {detail}"
         return self._ended(plan, text, AttemptEnd.DENIED, denial=category)

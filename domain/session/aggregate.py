@@ -44,6 +44,7 @@ from domain.session.values import (
     Audience,
     ChatMessage,
     DenialCategory,
+    FileActivity,
     PolicyDecision,
     RemediationCode,
     RunEndReason,
@@ -202,6 +203,7 @@ class Session(Aggregate):
         detail: str = "",
         approval_mode: ApprovalMode | None = None,
         denial: DenialCategory | None = None,
+        targets: tuple[FileActivity, ...] = (),
     ) -> None:
         """Record the policy decision; a deny also ends the attempt in the same save."""
         attempt = self._open_attempt(run_id, attempt_id)
@@ -219,6 +221,7 @@ class Session(Aggregate):
             rule=rule,
             detail=detail,
             approval_mode=approval_mode,
+            targets=targets,
         )
         if decision is PolicyDecision.DENY:
             self.trigger_event(

@@ -100,7 +100,7 @@ class PolicyEvaluated(SessionEvent):
     """Policy decided an attempt, naming the rule that decided it."""
 
     TOPIC: ClassVar[str] = "ledgerclaw.session.policy_evaluated"
-    KEY_FIELDS = ("attempt_id", "decision", "rule", "approval_mode", "detail")
+    KEY_FIELDS = ("attempt_id", "decision", "rule", "approval_mode", "detail", "targets")
 
     run_id: RunId
     attempt_id: AttemptId
@@ -108,6 +108,8 @@ class PolicyEvaluated(SessionEvent):
     rule: ShortText
     detail: Detail = ""
     approval_mode: ApprovalMode | None = None
+    targets: tuple[FileActivity, ...] = ()
+    """The canonical paths the decision was about, each with its file operation."""
 
 
 class ApprovalRequested(SessionEvent):

@@ -1,0 +1,1 @@
+"""Running projections into tables of the journal file; adapter layer."""

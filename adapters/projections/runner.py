@@ -1,0 +1,214 @@
+"""Catching projections up with the journal's log, exactly once, in the journal file.
+
+Each projection keeps its position in `projection_positions` (name, version, position). A
+batch of events is decoded, turned into statements, and written together with the new
+position in one transaction: a crash mid-batch leaves the old position and none of the
+batch's rows, so no event is applied twice or skipped. A projection whose version changed is
+dropped and rebuilt from the start. Adapter layer.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlite_utils
+from eventsourcing.persistence import StoredEvent
+
+from adapters.errors import JournalBusyError
+from adapters.journal.mapper import CatalogMapper, OrjsonTranscoder
+from projections.model import Batch, Position, Projection
+
+POSITIONS = "projection_positions"
+BATCH_SIZE = 1000
+Progress = Callable[[int, int], None]
+"""Called with (events done, events to do) as a catch-up goes."""
+
+
+@dataclass(frozen=True)
+class Status:
+    """Where one projection stands against the head of the log."""
+
+    name: str
+    version: int
+    stored_version: int | None
+    position: int
+    head: int
+
+    @property
+    def lag(self) -> int:
+        """Events not applied yet."""
+        return max(self.head - self.position, 0)
+
+
+class ProjectionRunner:
+    """Applies the journal's events to read-model tables in the same SQLite file."""
+
+    def __init__(
+        self,
+        database: Path,
+        projections: Sequence[Projection],
+        *,
+        busy_timeout: float = 5.0,
+        source: Path | None = None,
+    ) -> None:
+        self.database = database
+        self.source = source or database
+        self.projections = tuple(projections)
+        self.busy_timeout = busy_timeout
+        self.mapper = CatalogMapper(transcoder=OrjsonTranscoder())
+
+    # -- public ----------------------------------------------------------------------------
+
+    def catch_up(self, progress: Progress | None = None, batch_size: int = BATCH_SIZE) -> int:
+        """Apply every event after each projection's position; the number applied in all."""
+        with closing(self._connect()) as db:
+            self._prepare(db)
+            head = self._head(db)
+            applied = 0
+            for projection in self.projections:
+                applied += self._catch_up(db, projection, head, progress, batch_size)
+            return applied
+
+    def rebuild(self, names: Sequence[str] = (), progress: Progress | None = None) -> int:
+        """Drop the named projections (all when none) and apply the whole log again."""
+        chosen = [p for p in self.projections if not names or p.name in names]
+        with closing(self._connect()) as db:
+            self._prepare(db)
+            for projection in chosen:
+                self._reset(db, projection)
+            head = self._head(db)
+            return sum(self._catch_up(db, p, head, progress, BATCH_SIZE) for p in chosen)
+
+    def status(self) -> list[Status]:
+        """Each projection's stored version, position and lag behind the head of the log."""
+        with closing(self._connect()) as db:
+            head = self._head(db)
+            stored = self._positions(db)
+        return [
+            Status(
+                name=p.name,
+                version=p.version,
+                stored_version=stored.get(p.name, (None, 0))[0],
+                position=stored.get(p.name, (None, 0))[1],
+                head=head,
+            )
+            for p in self.projections
+        ]
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            db = sqlite3.connect(self.database, timeout=self.busy_timeout, isolation_level=None)
+        except sqlite3.OperationalError as error:
+            msg = f"cannot open {self.database}: {error}"
+            raise JournalBusyError(msg) from None
+        db.execute("PRAGMA journal_mode=WAL")
+        if self.source != self.database:
+            db.execute("ATTACH DATABASE ? AS source", (f"file:{self.source}?mode=ro",))
+        return db
+
+    def _events_table(self) -> str:
+        return "source.stored_events" if self.source != self.database else "stored_events"
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        """Create the positions table and each projection's tables; rebuild changed versions."""
+        sqlite_utils.Database(db).table(POSITIONS).create(
+            {"name": str, "version": int, "position": int}, pk="name", if_not_exists=True
+        )
+        stored = self._positions(db)
+        for projection in self.projections:
+            version, _ = stored.get(projection.name, (projection.version, 0))
+            if version != projection.version:
+                self._reset(db, projection)
+            self._create(db, projection)
+
+    @staticmethod
+    def _create(db: sqlite3.Connection, projection: Projection) -> None:
+        tables = sqlite_utils.Database(db)
+        for table in projection.tables:
+            created = tables.table(table.name)
+            created.create(table.columns, pk=table.pk, if_not_exists=True)
+            for columns in table.indexes:
+                created.create_index(columns, if_not_exists=True)
+
+    def _reset(self, db: sqlite3.Connection, projection: Projection) -> None:
+        db.execute("BEGIN IMMEDIATE")
+        for table in projection.tables:
+            db.execute(f'DROP TABLE IF EXISTS "{table.name}"')
+        db.execute(f"DELETE FROM {POSITIONS} WHERE name = ?", (projection.name,))  # noqa: S608 - fixed table name
+        db.execute("COMMIT")
+        self._create(db, projection)
+
+    @staticmethod
+    def _positions(db: sqlite3.Connection) -> dict[str, tuple[int, int]]:
+        try:
+            rows = db.execute(f"SELECT name, version, position FROM {POSITIONS}").fetchall()  # noqa: S608 - fixed table name
+        except sqlite3.OperationalError:
+            return {}
+        return {name: (version, position) for name, version, position in rows}
+
+    def _head(self, db: sqlite3.Connection) -> int:
+        try:
+            row = db.execute(f"SELECT MAX(rowid) FROM {self._events_table()}").fetchone()  # noqa: S608 - fixed table name
+        except sqlite3.OperationalError:
+            return 0
+        return int(row[0] or 0)
+
+    def _catch_up(
+        self,
+        db: sqlite3.Connection,
+        projection: Projection,
+        head: int,
+        progress: Progress | None,
+        batch_size: int,
+    ) -> int:
+        position = self._positions(db).get(projection.name, (projection.version, 0))[1]
+        start, applied = position, 0
+        while position < head:
+            rows = db.execute(
+                "SELECT rowid, originator_id, originator_version, topic, state"  # noqa: S608 - fixed table name
+                f" FROM {self._events_table()} WHERE rowid > ? AND rowid <= ?"
+                " ORDER BY rowid LIMIT ?",
+                (position, head, batch_size),
+            ).fetchall()
+            if not rows:
+                break
+            batch = Batch()
+            for log, originator, version, topic, state in rows:
+                stored = StoredEvent(
+                    originator_id=originator, originator_version=version, topic=topic, state=state
+                )
+                event = self.mapper.to_domain_event(stored)
+                at = Position(log=log, stream=event.originator_id, at=event.timestamp)
+                projection.apply(event, at, batch)
+            projection.finish(batch)
+            position = rows[-1][0]
+            self._commit(db, projection, batch, position)
+            applied += len(rows)
+            if progress is not None:
+                progress(position - start, head - start)
+        return applied
+
+    @staticmethod
+    def _commit(
+        db: sqlite3.Connection, projection: Projection, batch: Batch, position: int
+    ) -> None:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in batch.statements:
+                db.execute(statement.sql, tuple(statement.params))
+            db.execute(
+                f"INSERT INTO {POSITIONS} (name, version, position) VALUES (?, ?, ?)"  # noqa: S608 - fixed table name
+                " ON CONFLICT(name) DO UPDATE SET version = excluded.version,"
+                " position = excluded.position",
+                (projection.name, projection.version, position),
+            )
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
