@@ -53,7 +53,7 @@ class SessionCatalog:
 
     name = "sessions"
     version = 1
-    tables = (SESSIONS,)
+    tables: tuple[Table, ...] = (SESSIONS,)
 
     @singledispatchmethod
     def apply(self, event: DomainEvent, position: Position, batch: Batch) -> None:

@@ -109,7 +109,8 @@ class ProjectionRunner:
             raise JournalBusyError(msg) from None
         db.execute("PRAGMA journal_mode=WAL")
         if self.source != self.database:
-            db.execute("ATTACH DATABASE ? AS source", (f"file:{self.source}?mode=ro",))
+            uri = Path(self.source).resolve().as_uri() + "?mode=ro"
+            db.execute("ATTACH DATABASE ? AS source", (uri,))
         return db
 
     def _events_table(self) -> str:
@@ -126,6 +127,11 @@ class ProjectionRunner:
             if version != projection.version:
                 self._reset(db, projection)
             self._create(db, projection)
+            db.execute(
+                f"INSERT INTO {POSITIONS} (name, version, position) VALUES (?, ?, 0)"  # noqa: S608 - fixed table name
+                " ON CONFLICT(name) DO NOTHING",
+                (projection.name, projection.version),
+            )
 
     @staticmethod
     def _create(db: sqlite3.Connection, projection: Projection) -> None:

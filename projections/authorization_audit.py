@@ -1,0 +1,242 @@
+"""One row per tool call's authorization: decision, approval, outcome, timing; projection layer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from enum import StrEnum
+from functools import singledispatchmethod
+
+from domain.base import DomainEvent
+from domain.session.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    AttemptDenied,
+    AttemptOutcomeMarkedUnknown,
+    AuthorizationAttemptStarted,
+    CorrectionIssued,
+    PolicyEvaluated,
+    ToolReceiptRecorded,
+)
+from domain.session.values import ApprovalVerdict, FileActivity, PolicyDecision
+from projections.catalog import session_of
+from projections.model import Batch, Position, Table
+
+AUTHORIZATION_AUDIT = Table(
+    name="authorization_audit",
+    columns={
+        "attempt_id": str,
+        "session_id": str,
+        "run_id": str,
+        "call_id": str,
+        "tool": str,
+        "operations": str,
+        "paths": str,
+        "decision": str,
+        "rule": str,
+        "approval_mode": str,
+        "reviewed_safe": int,
+        "failure_category": str,
+        "detail": str,
+        "approval_asked": int,
+        "grant_key": str,
+        "approval_verdict": str,
+        "approval_scope": str,
+        "decided_by": str,
+        "decided_at": str,
+        "outcome": str,
+        "remediation": str,
+        "spill_id": str,
+        "started_at": str,
+        "ended_at": str,
+        "duration_ms": float,
+    },
+    pk=("attempt_id",),
+    indexes=(("session_id",), ("started_at",), ("tool",), ("decision",)),
+    doc="One row per tool call: its paths, policy decision and rule, approval, outcome, timing.",
+)
+
+ENDED = "ended_at = ?, duration_ms = ROUND((julianday(?) - julianday(started_at)) * 86400000.0)"
+"""Set when an attempt ends; SQLite's date functions keep milliseconds, so whole ms are exact."""
+
+
+class AuditDecision(StrEnum):
+    """Where an attempt's authorization stands in the audit."""
+
+    PENDING = "pending"
+    ALLOWED = "allowed"
+    DENIED = "denied"
+    CORRECTED = "corrected"
+    NOT_RUN = "not_run"
+    """A receipt ended the attempt before any allow (invalid input, cancelled)."""
+
+
+_POLICY = {
+    PolicyDecision.ALLOW: AuditDecision.ALLOWED,
+    PolicyDecision.DENY: AuditDecision.DENIED,
+    PolicyDecision.APPROVAL_REQUIRED: AuditDecision.PENDING,
+}
+REVIEWED_SAFE = "reviewed-safe"
+"""The prefix of the rule that allows a reviewed-safe shell command without asking."""
+UNKNOWN_OUTCOME = "unknown"
+
+
+def json_array(values: Iterable[str]) -> str:
+    """The distinct `values`, in first-seen order, as a compact JSON array."""
+    return json.dumps(list(dict.fromkeys(values)), ensure_ascii=False, separators=(",", ":"))
+
+
+def operations_and_paths(activity: Iterable[FileActivity]) -> tuple[str, str]:
+    """The distinct operations and the distinct paths of `activity`, as JSON arrays."""
+    listed = tuple(activity)
+    return json_array(str(a.operation) for a in listed), json_array(a.path for a in listed)
+
+
+class AuthorizationAudit:
+    """Which calls were allowed, denied or corrected, by which rule, who approved, and how long."""
+
+    name = "authorization_audit"
+    version = 1
+    tables: tuple[Table, ...] = (AUTHORIZATION_AUDIT,)
+
+    @singledispatchmethod
+    def apply(self, event: DomainEvent, position: Position, batch: Batch) -> None:
+        """Other events concern no authorization attempt."""
+
+    @apply.register
+    def _(self, event: AuthorizationAttemptStarted, position: Position, batch: Batch) -> None:
+        batch.add(
+            "INSERT INTO authorization_audit (attempt_id, session_id, run_id, call_id, tool,"
+            " operations, paths, decision, reviewed_safe, approval_asked, started_at)"
+            " VALUES (?, ?, ?, ?, ?, '[]', '[]', ?, 0, 0, ?)",
+            event.attempt_id,
+            session_of(position),
+            event.run_id,
+            event.call_id,
+            event.tool_name,
+            AuditDecision.PENDING,
+            position.at.isoformat(),
+        )
+
+    @apply.register
+    def _(self, event: PolicyEvaluated, _position: Position, batch: Batch) -> None:
+        allowed = event.decision is PolicyDecision.ALLOW
+        reviewed = allowed and event.rule.startswith(REVIEWED_SAFE)
+        assignments = "decision = ?, rule = ?, approval_mode = ?, reviewed_safe = ?, detail = ?"
+        params: list[object] = [
+            _POLICY[event.decision],
+            event.rule,
+            event.approval_mode,
+            int(reviewed),
+            event.detail or None,
+        ]
+        if event.targets:
+            assignments += ", operations = ?, paths = ?"
+            params.extend(operations_and_paths(event.targets))
+        self._update(batch, event.attempt_id, assignments, *params)
+
+    @apply.register
+    def _(self, event: ApprovalRequested, _position: Position, batch: Batch) -> None:
+        self._update(
+            batch,
+            event.attempt_id,
+            "approval_asked = 1, approval_mode = ?, grant_key = ?",
+            event.mode,
+            event.grant_key or None,
+        )
+
+    @apply.register
+    def _(self, event: ApprovalDecided, position: Position, batch: Batch) -> None:
+        approved = event.verdict is ApprovalVerdict.APPROVED
+        self._update(
+            batch,
+            event.attempt_id,
+            "decision = ?, approval_verdict = ?, approval_scope = ?, decided_by = ?,"
+            " decided_at = ?",
+            AuditDecision.ALLOWED if approved else AuditDecision.DENIED,
+            event.verdict,
+            event.scope,
+            event.decided_by,
+            position.at.isoformat(),
+        )
+
+    @apply.register
+    def _(self, event: AttemptDenied, position: Position, batch: Batch) -> None:
+        self._end(
+            batch,
+            position,
+            event.attempt_id,
+            "decision = ?, failure_category = ?, detail = COALESCE(?, detail)",
+            AuditDecision.DENIED,
+            event.category,
+            event.detail or None,
+        )
+
+    @apply.register
+    def _(self, event: CorrectionIssued, position: Position, batch: Batch) -> None:
+        self._end(
+            batch,
+            position,
+            event.attempt_id,
+            "decision = ?, remediation = ?, detail = COALESCE(?, detail)",
+            AuditDecision.CORRECTED,
+            event.remediation,
+            event.detail or None,
+        )
+
+    @apply.register
+    def _(self, event: ToolReceiptRecorded, position: Position, batch: Batch) -> None:
+        # Before an allow a receipt says the tool never ran (invalid input, cancelled).
+        assignments = (
+            "decision = CASE decision WHEN ? THEN ? ELSE decision END,"
+            " outcome = ?, remediation = ?, spill_id = ?"
+        )
+        params: list[object] = [
+            AuditDecision.PENDING,
+            AuditDecision.NOT_RUN,
+            event.outcome,
+            event.remediation,
+            event.spill_id,
+        ]
+        if event.file_activity:
+            # The decision's targets win; the receipt names the paths of calls without any.
+            assignments += (
+                ", operations = CASE operations WHEN '[]' THEN ? ELSE operations END,"
+                " paths = CASE paths WHEN '[]' THEN ? ELSE paths END"
+            )
+            params.extend(operations_and_paths(event.file_activity))
+        self._end(batch, position, event.attempt_id, assignments, *params)
+
+    @apply.register
+    def _(self, event: AttemptOutcomeMarkedUnknown, position: Position, batch: Batch) -> None:
+        self._end(
+            batch,
+            position,
+            event.attempt_id,
+            "outcome = ?, detail = COALESCE(?, detail)",
+            UNKNOWN_OUTCOME,
+            event.reason or None,
+        )
+
+    def finish(self, batch: Batch) -> None:
+        """Nothing is recomputed at the end of a batch."""
+
+    @staticmethod
+    def _update(batch: Batch, attempt_id: str, assignments: str, *params: object) -> None:
+        batch.add(
+            f"UPDATE authorization_audit SET {assignments} WHERE attempt_id = ?",  # noqa: S608 - fixed columns
+            *params,
+            attempt_id,
+        )
+
+    def _end(
+        self,
+        batch: Batch,
+        position: Position,
+        attempt_id: str,
+        assignments: str,
+        *params: object,
+    ) -> None:
+        """Apply `assignments` and record when the attempt ended and how long it took."""
+        at = position.at.isoformat()
+        self._update(batch, attempt_id, f"{assignments}, {ENDED}", *params, at, at)

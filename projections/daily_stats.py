@@ -1,0 +1,187 @@
+"""Tool calls per UTC day, tool and outcome: counts, durations, approvals; projection layer."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from functools import singledispatchmethod
+
+from domain.base import DomainEvent
+from domain.session.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    AttemptDenied,
+    AttemptOutcomeMarkedUnknown,
+    AuthorizationAttemptStarted,
+    CorrectionIssued,
+    ToolReceiptRecorded,
+)
+from domain.session.values import ApprovalVerdict
+from projections.model import Batch, Position, Table
+
+DAILY_STATS = Table(
+    name="daily_stats",
+    columns={
+        "day": str,
+        "tool": str,
+        "outcome": str,
+        "calls": int,
+        "total_duration_ms": float,
+        "p95_duration_ms": float,
+        "denials": int,
+        "approvals_asked": int,
+        "approvals_granted": int,
+        "approvals_timed_out": int,
+    },
+    pk=("day", "tool", "outcome"),
+    doc="Calls per UTC day, tool and outcome: count, total and p95 duration, denials, approvals.",
+)
+DAILY_ATTEMPTS = Table(
+    name="daily_attempts",
+    columns={
+        "attempt_id": str,
+        "day": str,
+        "tool": str,
+        "started_at": str,
+        "asked": int,
+        "granted": int,
+        "timed_out": int,
+    },
+    pk=("attempt_id",),
+    doc="Helper of daily_stats: each attempt that has not ended, with its day, tool, approvals.",
+)
+DAILY_DURATIONS = Table(
+    name="daily_durations",
+    columns={
+        "attempt_id": str,
+        "day": str,
+        "tool": str,
+        "outcome": str,
+        "duration_ms": float,
+    },
+    pk=("attempt_id",),
+    indexes=(("day", "tool", "outcome", "duration_ms"),),
+    doc="Helper of daily_stats: each ended attempt's group and duration, for the p95.",
+)
+
+DENIED = "denied"
+CORRECTED = "corrected"
+UNKNOWN = "unknown"
+CHUNK = 500
+"""Attempt ids per p95 statement, well under SQLite's smallest parameter limit (999)."""
+
+_APPROVAL_COLUMN = {
+    ApprovalVerdict.APPROVED: "granted",
+    ApprovalVerdict.EXPIRED: "timed_out",
+}
+
+# A group's nearest-rank p95 is its value at 1-based rank ceil(0.95 * n); (95 * n + 99) / 100
+# is that ceiling in integer arithmetic, exact for every n (n = 1 gives rank 1), and needs no
+# math functions, which not every SQLite build has.
+_P95 = (
+    "UPDATE daily_stats SET p95_duration_ms = ("
+    "SELECT duration_ms FROM ("
+    "SELECT d.duration_ms, ROW_NUMBER() OVER (ORDER BY d.duration_ms) AS rank,"
+    " COUNT(*) OVER () AS n FROM daily_durations AS d"
+    " WHERE d.day = daily_stats.day AND d.tool = daily_stats.tool"
+    " AND d.outcome = daily_stats.outcome"
+    ") WHERE rank = (95 * n + 99) / 100"
+    ") WHERE (day, tool, outcome) IN"
+    " (SELECT day, tool, outcome FROM daily_durations WHERE attempt_id IN ({marks}))"
+)
+
+
+def utc_day(at: datetime) -> str:
+    """The UTC date of `at` (a naive time is taken as UTC), as YYYY-MM-DD."""
+    aware = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+    return aware.astimezone(UTC).date().isoformat()
+
+
+class DailyStats:
+    """How many calls each tool made per day, how they ended, how long they took."""
+
+    name = "daily_stats"
+    version = 1
+    tables: tuple[Table, ...] = (DAILY_STATS, DAILY_ATTEMPTS, DAILY_DURATIONS)
+
+    @singledispatchmethod
+    def apply(self, event: DomainEvent, position: Position, batch: Batch) -> None:
+        """Other events are not counted."""
+
+    @apply.register
+    def _(self, event: AuthorizationAttemptStarted, position: Position, batch: Batch) -> None:
+        batch.add(
+            "INSERT INTO daily_attempts (attempt_id, day, tool, started_at, asked, granted,"
+            " timed_out) VALUES (?, ?, ?, ?, 0, 0, 0)",
+            event.attempt_id,
+            utc_day(position.at),
+            event.tool_name,
+            position.at.isoformat(),
+        )
+
+    @apply.register
+    def _(self, event: ApprovalRequested, _position: Position, batch: Batch) -> None:
+        batch.add("UPDATE daily_attempts SET asked = 1 WHERE attempt_id = ?", event.attempt_id)
+
+    @apply.register
+    def _(self, event: ApprovalDecided, _position: Position, batch: Batch) -> None:
+        column = _APPROVAL_COLUMN.get(event.verdict)
+        if column is not None:
+            batch.add(
+                f"UPDATE daily_attempts SET {column} = 1 WHERE attempt_id = ?",  # noqa: S608 - fixed columns
+                event.attempt_id,
+            )
+
+    @apply.register
+    def _(self, event: ToolReceiptRecorded, position: Position, batch: Batch) -> None:
+        self._end(event.attempt_id, str(event.outcome), position, batch)
+
+    @apply.register
+    def _(self, event: AttemptDenied, position: Position, batch: Batch) -> None:
+        self._end(event.attempt_id, DENIED, position, batch)
+
+    @apply.register
+    def _(self, event: CorrectionIssued, position: Position, batch: Batch) -> None:
+        self._end(event.attempt_id, CORRECTED, position, batch)
+
+    @apply.register
+    def _(self, event: AttemptOutcomeMarkedUnknown, position: Position, batch: Batch) -> None:
+        self._end(event.attempt_id, UNKNOWN, position, batch)
+
+    def finish(self, batch: Batch) -> None:
+        """Recompute the p95 of every group an attempt of this batch ended in."""
+        # An ending event names its attempt, not the attempt's day and tool, which only the
+        # helper row knows; so the batch remembers attempt ids and SQL finds their groups.
+        ended = sorted(batch.dirty)
+        for start in range(0, len(ended), CHUNK):
+            chunk = ended[start : start + CHUNK]
+            batch.add(_P95.format(marks=", ".join("?" * len(chunk))), *chunk)
+
+    @staticmethod
+    def _end(attempt_id: str, outcome: str, position: Position, batch: Batch) -> None:
+        """Move the attempt into its group's durations and counters; its p95 waits for finish."""
+        batch.add(
+            "INSERT INTO daily_durations (attempt_id, day, tool, outcome, duration_ms)"
+            " SELECT attempt_id, day, tool, ?,"
+            " ROUND((julianday(?) - julianday(started_at)) * 86400000.0)"
+            " FROM daily_attempts WHERE attempt_id = ?",
+            outcome,
+            position.at.isoformat(),
+            attempt_id,
+        )
+        batch.add(
+            "INSERT INTO daily_stats (day, tool, outcome, calls, total_duration_ms, denials,"
+            " approvals_asked, approvals_granted, approvals_timed_out)"
+            " SELECT a.day, a.tool, d.outcome, 1, d.duration_ms, ?, a.asked, a.granted,"
+            " a.timed_out FROM daily_attempts AS a, daily_durations AS d"
+            " WHERE a.attempt_id = ? AND d.attempt_id = a.attempt_id"
+            " ON CONFLICT (day, tool, outcome) DO UPDATE SET calls = calls + 1,"
+            " total_duration_ms = total_duration_ms + excluded.total_duration_ms,"
+            " denials = denials + excluded.denials,"
+            " approvals_asked = approvals_asked + excluded.approvals_asked,"
+            " approvals_granted = approvals_granted + excluded.approvals_granted,"
+            " approvals_timed_out = approvals_timed_out + excluded.approvals_timed_out",
+            int(outcome == DENIED),
+            attempt_id,
+        )
+        batch.add("DELETE FROM daily_attempts WHERE attempt_id = ?", attempt_id)
+        batch.dirty.add(attempt_id)

@@ -1,0 +1,98 @@
+"""Which files successful tool calls read, wrote, attached or declared; projection layer."""
+
+from __future__ import annotations
+
+from functools import singledispatchmethod
+
+from domain.base import DomainEvent
+from domain.session.events import (
+    AttemptDenied,
+    AttemptOutcomeMarkedUnknown,
+    AuthorizationAttemptStarted,
+    CorrectionIssued,
+    ToolReceiptRecorded,
+)
+from domain.session.values import OutcomeCategory
+from projections.catalog import session_of
+from projections.model import Batch, Position, Table
+
+FILE_ACTIVITY = Table(
+    name="file_activity",
+    columns={
+        "attempt_id": str,
+        "path": str,
+        "operation": str,
+        "session_id": str,
+        "run_id": str,
+        "tool": str,
+        "at": str,
+    },
+    pk=("attempt_id", "path", "operation"),
+    indexes=(("path",), ("session_id",), ("at",)),
+    doc="One row per canonical path a successful tool call read, wrote, attached or declared.",
+)
+FILE_ACTIVITY_ATTEMPTS = Table(
+    name="file_activity_attempts",
+    columns={"attempt_id": str, "tool": str},
+    pk=("attempt_id",),
+    doc="Helper of file_activity: the tool of each attempt that has not ended yet.",
+)
+
+
+class FileActivityLog:
+    """Which files a session's tools touched, when, with which operation and tool."""
+
+    name = "file_activity"
+    version = 1
+    tables: tuple[Table, ...] = (FILE_ACTIVITY, FILE_ACTIVITY_ATTEMPTS)
+
+    @singledispatchmethod
+    def apply(self, event: DomainEvent, position: Position, batch: Batch) -> None:
+        """Other events touch no file."""
+
+    @apply.register
+    def _(self, event: AuthorizationAttemptStarted, _position: Position, batch: Batch) -> None:
+        batch.add(
+            "INSERT INTO file_activity_attempts (attempt_id, tool) VALUES (?, ?)",
+            event.attempt_id,
+            event.tool_name,
+        )
+
+    @apply.register
+    def _(self, event: ToolReceiptRecorded, position: Position, batch: Batch) -> None:
+        if event.outcome is OutcomeCategory.SUCCESS:
+            for activity in event.file_activity:
+                # One receipt may name the same path and operation twice; one row suffices.
+                batch.add(
+                    "INSERT OR IGNORE INTO file_activity (attempt_id, path, operation,"
+                    " session_id, run_id, tool, at) VALUES (?, ?, ?, ?, ?,"
+                    " (SELECT tool FROM file_activity_attempts WHERE attempt_id = ?), ?)",
+                    event.attempt_id,
+                    activity.path,
+                    str(activity.operation),
+                    session_of(position),
+                    event.run_id,
+                    event.attempt_id,
+                    position.at.isoformat(),
+                )
+        self._forget(event.attempt_id, batch)
+
+    @apply.register
+    def _(self, event: AttemptDenied, _position: Position, batch: Batch) -> None:
+        self._forget(event.attempt_id, batch)
+
+    @apply.register
+    def _(self, event: CorrectionIssued, _position: Position, batch: Batch) -> None:
+        self._forget(event.attempt_id, batch)
+
+    @apply.register
+    def _(self, event: AttemptOutcomeMarkedUnknown, _position: Position, batch: Batch) -> None:
+        self._forget(event.attempt_id, batch)
+
+    def finish(self, batch: Batch) -> None:
+        """Nothing is recomputed at the end of a batch."""
+
+    @staticmethod
+    def _forget(attempt_id: str, batch: Batch) -> None:
+        """The attempt ended: its tool is no longer needed."""
+        batch.add("DELETE FROM file_activity_attempts WHERE attempt_id = ?", attempt_id)

@@ -1,0 +1,222 @@
+"""Every projection caught up from a real journal that a real tool pipeline wrote; integration."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import closing
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from adapters.projections.runner import ProjectionRunner
+from domain.ids import DeviceId
+from domain.session.values import ApprovalVerdict
+from projections.authorization_audit import AuthorizationAudit
+from projections.daily_stats import DailyStats
+from projections.registry import ALL_PROJECTIONS
+from tests.pipeline import Pipeline, approving, make_pipeline
+
+PHONE = DeviceId.from_uuid(UUID(int=1))
+PAIRED_AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Run the async tests on asyncio."""
+    return "asyncio"
+
+
+@pytest.fixture
+async def pipeline(tmp_path: Path) -> AsyncIterator[Pipeline]:
+    """A session that wrote and read a file, was denied twice, approved once, corrected once."""
+    built = make_pipeline(tmp_path, approver=approving())
+    try:
+        await built.call("write_file", path="notes.txt", content="x")
+        await built.call("read_file", path="notes.txt")
+        await built.call("read_file", path="/etc/hostname")
+        await built.call("shell_execute", command="touch made.txt")
+        await built.call("find_files", pattern="*.py")
+        built.dispatcher.approver = approving(ApprovalVerdict.REJECTED)
+        await built.call("shell_execute", command="touch other.txt")
+        built.journal.update_devices(
+            lambda r: r.pair(PHONE, "Pixel", bytes(range(16)), "s" * 40, PAIRED_AT)
+        )
+        yield built
+    finally:
+        built.close()
+
+
+def query(pipeline: Pipeline, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    """The rows `sql` returns from the pipeline's journal file."""
+    with closing(sqlite3.connect(pipeline.home.database)) as db:
+        return db.execute(sql, params).fetchall()
+
+
+def caught_up(pipeline: Pipeline) -> ProjectionRunner:
+    """A runner over every projection, after one catch-up."""
+    runner = ProjectionRunner(pipeline.home.database, ALL_PROJECTIONS)
+    runner.catch_up()
+    return runner
+
+
+@pytest.mark.anyio
+async def test_file_activity_says_which_files_the_session_changed(pipeline: Pipeline) -> None:
+    """The written file is listed once, with the tool that wrote it; reads are separate."""
+    caught_up(pipeline)
+    notes = str(pipeline.workspace.resolve() / "notes.txt")
+    expected = [(notes, "write", "write_file"), (notes, "read", "read_file")]
+    assert expected == query(
+        pipeline,
+        "SELECT path, operation, tool FROM file_activity WHERE session_id = ? ORDER BY at",
+        pipeline.run.session_id,
+    )
+    assert [] == query(pipeline, "SELECT * FROM file_activity_attempts")
+
+
+@pytest.mark.anyio
+async def test_the_audit_says_which_calls_were_denied_and_why(pipeline: Pipeline) -> None:
+    """Denied calls carry their tool, paths, denial category and the reason given."""
+    caught_up(pipeline)
+    expected = [
+        (
+            "read_file",
+            '["/etc/hostname"]',
+            "outside_roots",
+            "/etc/hostname is outside every trusted root",
+        ),
+        ("shell_execute", None, "approval_rejected", "approval rejected by test operator"),
+    ]
+    actual = query(
+        pipeline,
+        "SELECT tool, CASE WHEN tool = 'read_file' THEN paths END, failure_category, detail"
+        " FROM authorization_audit WHERE decision = 'denied' ORDER BY started_at",
+    )
+    assert expected == actual
+
+
+@pytest.mark.anyio
+async def test_the_audit_says_who_approved_what(pipeline: Pipeline) -> None:
+    """Each asked call has the operator, verdict, scope, what was asked and how it ended."""
+    caught_up(pipeline)
+    workspace = pipeline.workspace.resolve()
+    expected = [
+        (
+            f"shell_execute: touch made.txt (in {workspace})",
+            "test operator",
+            "approved",
+            "once",
+            "allowed",
+            "success",
+        ),
+        (
+            f"shell_execute: touch other.txt (in {workspace})",
+            "test operator",
+            "rejected",
+            "once",
+            "denied",
+            None,
+        ),
+    ]
+    actual = query(
+        pipeline,
+        "SELECT grant_key, decided_by, approval_verdict, approval_scope, decision, outcome"
+        " FROM authorization_audit WHERE approval_asked = 1 ORDER BY started_at",
+    )
+    assert expected == actual
+
+
+@pytest.mark.anyio
+async def test_every_call_has_ended_with_a_duration(pipeline: Pipeline) -> None:
+    """All six calls ended; each has an end time and a duration that is not negative."""
+    caught_up(pipeline)
+    expected = [("allowed", 3), ("corrected", 1), ("denied", 2)]
+    actual = query(
+        pipeline,
+        "SELECT decision, COUNT(*) FROM authorization_audit"
+        " WHERE ended_at >= started_at AND duration_ms >= 0 GROUP BY decision ORDER BY decision",
+    )
+    assert expected == actual
+
+
+@pytest.mark.anyio
+async def test_the_other_views_agree_with_the_session(pipeline: Pipeline) -> None:
+    """Catalog, daily stats, working context and devices each answer from the same journal."""
+    caught_up(pipeline)
+    notes = str(pipeline.workspace.resolve() / "notes.txt")
+    day = datetime.now(UTC).date().isoformat()
+    assert [(6, 2)] == query(pipeline, "SELECT tool_calls, denials FROM sessions")
+    expected_stats = [
+        ("find_files", "corrected", 1, 0, 0),
+        ("read_file", "denied", 1, 1, 0),
+        ("read_file", "success", 1, 0, 0),
+        ("shell_execute", "denied", 1, 1, 1),
+        ("shell_execute", "success", 1, 0, 1),
+        ("write_file", "success", 1, 0, 0),
+    ]
+    assert expected_stats == query(
+        pipeline,
+        "SELECT tool, outcome, calls, denials, approvals_asked FROM daily_stats"
+        " WHERE day = ? AND p95_duration_ms >= 0 ORDER BY tool, outcome",
+        day,
+    )
+    assert [f'["{notes}"]'] == [
+        row[0] for row in query(pipeline, "SELECT recent_files FROM working_context")
+    ]
+    assert [(PHONE, "Pixel", PAIRED_AT.isoformat(), None)] == query(
+        pipeline, "SELECT device_id, name, created_at, revoked_at FROM devices"
+    )
+
+
+@pytest.mark.anyio
+async def test_a_second_catch_up_applies_only_new_events(pipeline: Pipeline) -> None:
+    """Nothing is applied twice: a second catch-up applies 0, a new call only its events."""
+    runner = caught_up(pipeline)
+    assert 0 == runner.catch_up()
+    await pipeline.call("read_file", path="notes.txt")
+    head = runner.status()[0].head
+    assert 3 * len(ALL_PROJECTIONS) == runner.catch_up()
+    assert {(p.name, head, 0) for p in ALL_PROJECTIONS} == {
+        (s.name, s.position, s.lag) for s in runner.status()
+    }
+
+
+@pytest.mark.anyio
+async def test_a_projection_added_later_catches_up_alone(pipeline: Pipeline) -> None:
+    """Positions are per projection: a newcomer starts at 0 while the others stay put."""
+    without = [p for p in ALL_PROJECTIONS if not isinstance(p, DailyStats)]
+    early = ProjectionRunner(pipeline.home.database, without)
+    early.catch_up()
+    head = early.status()[0].head
+    runner = ProjectionRunner(pipeline.home.database, ALL_PROJECTIONS)
+    assert [0] == [s.position for s in runner.status() if s.name == DailyStats.name]
+    assert head == runner.catch_up()
+    assert [(6,)] == query(pipeline, "SELECT SUM(calls) FROM daily_stats")
+
+
+class AuthorizationAuditV2(AuthorizationAudit):
+    """The audit with a new version number, as after a change of its shape."""
+
+    version = 2
+
+
+@pytest.mark.anyio
+async def test_a_new_version_rebuilds_the_projection_from_the_start(pipeline: Pipeline) -> None:
+    """A changed version drops the projection's rows and applies the whole log again."""
+    runner = caught_up(pipeline)
+    expected = query(pipeline, "SELECT * FROM authorization_audit ORDER BY attempt_id")
+    with closing(sqlite3.connect(pipeline.home.database)) as db, db:
+        db.execute("UPDATE authorization_audit SET decision = 'tampered'")
+    head = runner.status()[0].head
+    bumped = [
+        AuthorizationAuditV2() if p.name == "authorization_audit" else p for p in ALL_PROJECTIONS
+    ]
+    rebuilt = ProjectionRunner(pipeline.home.database, bumped)
+    assert head == rebuilt.catch_up()
+    assert expected == query(pipeline, "SELECT * FROM authorization_audit ORDER BY attempt_id")
+    assert [(2, 2)] == [
+        (s.version, s.stored_version) for s in rebuilt.status() if s.name == "authorization_audit"
+    ]
