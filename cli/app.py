@@ -12,6 +12,8 @@ import typer
 from adapters import wiring
 from adapters.doctor import run_doctor
 from adapters.errors import InvalidToolCallError, PositionOutOfRangeError
+from adapters.projections import queries
+from adapters.projections.verify import verify
 from adapters.tools import native
 from cli import render
 from domain.errors import LedgerclawError
@@ -32,9 +34,34 @@ app.add_typer(session_app, name="session")
 tool_app = typer.Typer(help="See which tools are exposed, and call one through the pipeline.")
 app.add_typer(tool_app, name="tool")
 
+audit_app = typer.Typer(help="Audit tool calls: authorization attempts and file activity.")
+app.add_typer(audit_app, name="audit")
+stats_app = typer.Typer(help="Statistics over tool calls.")
+app.add_typer(stats_app, name="stats")
+projections_app = typer.Typer(
+    help="The read models: their positions, rebuilding them, verifying them against the journal."
+)
+app.add_typer(projections_app, name="projections")
+
 INTERRUPTED = 130
 """The exit code of a command stopped by Ctrl-C, as shells report it."""
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON only.")
+CSV_OPTION = typer.Option(False, "--csv", help="Print CSV (a header row, then one per row).")
+SINCE_OPTION = typer.Option(
+    None,
+    "--since",
+    help="Only from this time on: 2026-11-30, 2026-11-30T10:00 (UTC unless an offset is"
+    " given), or an age such as 7d, 24h, 90m.",
+)
+UNTIL_OPTION = typer.Option(
+    None, "--until", help="Only before this time (same forms; a date includes its whole day)."
+)
+SESSION_FILTER = typer.Option(
+    None, "--session", help="Only this session: its id or a unique prefix (4+ hex digits)."
+)
+LIMIT_OPTION = typer.Option(
+    queries.DEFAULT_LIMIT, "--limit", help="At most this many rows, newest first; 0 for all."
+)
 
 
 def expected_errors(command: Callable[P, R]) -> Callable[P, R]:
@@ -51,15 +78,72 @@ def expected_errors(command: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+def _filters(
+    since: str | None, until: str | None, session: str | None, limit: int
+) -> queries.Filters:
+    return queries.Filters(since=since, until=until, session=session, limit=limit)
+
+
+def _one_format(json_output: bool, csv_output: bool) -> None:
+    if json_output and csv_output:
+        msg = "--json and --csv cannot be combined; choose one"
+        raise queries.AuditQueryError(msg)
+
+
+def _audit() -> queries.Audit:
+    """The home's read models, caught up with its journal (a bar on a terminal)."""
+    with render.progress_bar("catching up") as update:
+        return queries.open_audit(wiring.current_home(), update)
+
+
+def _listing(
+    rows: queries.Rows,
+    json_output: bool,
+    csv_output: bool,
+    human: Callable[[queries.Rows], None],
+) -> None:
+    if json_output:
+        render.emit_json(list(rows))
+    elif csv_output:
+        render.csv_rows(rows, rows.columns)
+    else:
+        human(rows)
+
+
 @session_app.command("list")
 @expected_errors
-def list_sessions(json_output: bool = JSON_OPTION) -> None:
-    """List every session in the journal, oldest first."""
-    sessions = wiring.open_reader(wiring.current_home()).sessions()
+def list_sessions(  # noqa: PLR0913, PLR0917 - typer reads each option as a parameter
+    since: str | None = SINCE_OPTION,
+    until: str | None = UNTIL_OPTION,
+    session: str | None = SESSION_FILTER,
+    limit: int = LIMIT_OPTION,
+    json_output: bool = JSON_OPTION,
+    csv_output: bool = CSV_OPTION,
+) -> None:
+    """List sessions from the catalog, oldest first (the newest --limit of them)."""
+    _one_format(json_output, csv_output)
+    filters = _filters(since, until, session, limit)
+    rows = _audit().sessions(filters, oldest_first=True)
     if json_output:
-        render.emit_json([s._asdict() for s in sessions])
+        render.emit_json([render.session_json(row) for row in rows])
+    elif csv_output:
+        render.csv_rows(rows, rows.columns)
     else:
-        render.session_list(sessions)
+        render.catalog_sessions(rows)
+
+
+@session_app.command("show")
+@expected_errors
+def show_session(
+    session: str = typer.Argument(help="Session id, or a unique prefix of it (4+ hex digits)."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Show a session's catalog row and working context."""
+    row = _audit().session(session)
+    if json_output:
+        render.emit_json(render.session_json(row))
+    else:
+        render.catalog_session(row)
 
 
 @session_app.command("replay")
@@ -181,6 +265,115 @@ def call_tool(
     else:
         render.tool_result(done.session_id, result)
     if result.is_error:
+        raise typer.Exit(1)
+
+
+@audit_app.command("attempts")
+@expected_errors
+def audit_attempts(  # noqa: PLR0913, PLR0917 - typer reads each option as a parameter
+    decision: str | None = typer.Option(
+        None,
+        "--decision",
+        help="Only attempts with this decision: " + ", ".join(queries.DECISIONS) + ".",
+    ),
+    tool: str | None = typer.Option(None, "--tool", help="Only calls of this tool."),
+    path: str | None = typer.Option(
+        None, "--path", help="Only attempts about a path matching this glob (SQLite GLOB)."
+    ),
+    since: str | None = SINCE_OPTION,
+    until: str | None = UNTIL_OPTION,
+    session: str | None = SESSION_FILTER,
+    limit: int = LIMIT_OPTION,
+    json_output: bool = JSON_OPTION,
+    csv_output: bool = CSV_OPTION,
+) -> None:
+    """List authorization attempts: the decision, its rule or denial, who approved, the end."""
+    _one_format(json_output, csv_output)
+    filters = _filters(since, until, session, limit)
+    rows = _audit().attempts(filters, decision=decision, tool=tool, path_glob=path)
+    _listing(rows, json_output, csv_output, render.attempts)
+
+
+@audit_app.command("files")
+@expected_errors
+def audit_files(  # noqa: PLR0913, PLR0917 - typer reads each option as a parameter
+    path: str | None = typer.Option(
+        None, "--path", help="Only paths matching this glob (SQLite GLOB: *, ?, [...])."
+    ),
+    operation: str | None = typer.Option(
+        None, "--operation", help="Only this operation: " + ", ".join(queries.OPERATIONS) + "."
+    ),
+    since: str | None = SINCE_OPTION,
+    until: str | None = UNTIL_OPTION,
+    session: str | None = SESSION_FILTER,
+    limit: int = LIMIT_OPTION,
+    json_output: bool = JSON_OPTION,
+    csv_output: bool = CSV_OPTION,
+) -> None:
+    """List the files successful tool calls read, wrote, attached or declared."""
+    _one_format(json_output, csv_output)
+    filters = _filters(since, until, session, limit)
+    rows = _audit().files(filters, path_glob=path, operation=operation)
+    _listing(rows, json_output, csv_output, render.file_activity)
+
+
+@stats_app.command("daily")
+@expected_errors
+def stats_daily(  # noqa: PLR0913, PLR0917 - typer reads each option as a parameter
+    since: str | None = SINCE_OPTION,
+    until: str | None = UNTIL_OPTION,
+    session: str | None = typer.Option(
+        None, "--session", help="Not supported: the daily statistics cover every session."
+    ),
+    limit: int = LIMIT_OPTION,
+    json_output: bool = JSON_OPTION,
+    csv_output: bool = CSV_OPTION,
+) -> None:
+    """Tool calls per day, tool and outcome: counts, durations, denials and approvals."""
+    _one_format(json_output, csv_output)
+    filters = _filters(since, until, session, limit)
+    _listing(_audit().daily(filters), json_output, csv_output, render.daily_stats)
+
+
+@projections_app.command("status")
+@expected_errors
+def projections_status(json_output: bool = JSON_OPTION) -> None:
+    """Each projection's version, position, the log's head and its lag (without catching up)."""
+    rows = queries.status(wiring.current_home())
+    if json_output:
+        render.emit_json(list(rows))
+    else:
+        render.projection_status(rows)
+
+
+@projections_app.command("rebuild")
+@expected_errors
+def projections_rebuild(
+    names: list[str] | None = typer.Argument(
+        None, help="The projections to rebuild (see `projections status`); all when omitted."
+    ),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Drop projections' tables and apply the whole journal again."""
+    with render.progress_bar("rebuilding") as update:
+        rows = queries.rebuild(wiring.current_home(), names or (), update)
+    if json_output:
+        render.emit_json(list(rows))
+    else:
+        render.projection_status(rows, f"rebuilt {', '.join(names or ('every projection',))}")
+
+
+@projections_app.command("verify")
+@expected_errors
+def projections_verify(json_output: bool = JSON_OPTION) -> None:
+    """Rebuild every projection in a scratch file and compare it with the live tables."""
+    with render.progress_bar("rebuilding to compare") as update:
+        found = [difference.as_dict() for difference in verify(wiring.current_home(), update)]
+    if json_output:
+        render.emit_json({"clean": not found, "differences": found})
+    else:
+        render.differences(found)
+    if found:
         raise typer.Exit(1)
 
 

@@ -303,6 +303,13 @@ def test_every_command_has_help_and_is_documented() -> None:
         ("doctor",),
         ("tool", "list"),
         ("tool", "call"),
+        ("session", "show"),
+        ("audit", "attempts"),
+        ("audit", "files"),
+        ("stats", "daily"),
+        ("projections", "status"),
+        ("projections", "rebuild"),
+        ("projections", "verify"),
     )
     for command in commands:
         code, out, _ = invoke(*command, "--help")
