@@ -193,8 +193,13 @@ class ProjectionRunner:
                 at = Position(log=log, stream=event.originator_id, at=event.timestamp)
                 projection.apply(event, at, batch)
             projection.finish(batch)
+            standing = self._commit(db, projection, batch, position, rows[-1][0])
+            if standing != position:
+                # Another catch-up (the daemon, another command) moved this projection on
+                # meanwhile: nothing of this batch was written; go on from where it stands.
+                position = standing
+                continue
             position = rows[-1][0]
-            self._commit(db, projection, batch, position)
             applied += len(rows)
             if progress is not None:
                 progress(position - start, head - start)
@@ -202,10 +207,23 @@ class ProjectionRunner:
 
     @staticmethod
     def _commit(
-        db: sqlite3.Connection, projection: Projection, batch: Batch, position: int
-    ) -> None:
+        db: sqlite3.Connection, projection: Projection, batch: Batch, started: int, position: int
+    ) -> int:
+        """Write the batch and its new position, if the projection is still at `started`.
+
+        Returns the position the projection stood at when the transaction began: `started`
+        when the batch was written, else another catch-up's position (nothing written).
+        """
         db.execute("BEGIN IMMEDIATE")
         try:
+            row = db.execute(
+                f"SELECT position FROM {POSITIONS} WHERE name = ?",  # noqa: S608 - fixed table name
+                (projection.name,),
+            ).fetchone()
+            current = int(row[0]) if row is not None else 0
+            if current != started:
+                db.execute("ROLLBACK")
+                return current
             for statement in batch.statements:
                 db.execute(statement.sql, tuple(statement.params))
             db.execute(
@@ -218,3 +236,4 @@ class ProjectionRunner:
             db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
+        return started
