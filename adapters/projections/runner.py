@@ -9,11 +9,14 @@ dropped and rebuilt from the start. Adapter layer.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sqlite3
 from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import sqlite_utils
 from eventsourcing.persistence import StoredEvent
@@ -68,10 +71,7 @@ class ProjectionRunner:
         with closing(self._connect()) as db:
             self._prepare(db)
             head = self._head(db)
-            applied = 0
-            for projection in self.projections:
-                applied += self._catch_up(db, projection, head, progress, batch_size)
-            return applied
+            return self._catch_up(db, self.projections, head, progress, batch_size)
 
     def rebuild(self, names: Sequence[str] = (), progress: Progress | None = None) -> int:
         """Drop the named projections (all when none) and apply the whole log again."""
@@ -81,7 +81,7 @@ class ProjectionRunner:
             for projection in chosen:
                 self._reset(db, projection)
             head = self._head(db)
-            return sum(self._catch_up(db, p, head, progress, BATCH_SIZE) for p in chosen)
+            return self._catch_up(db, chosen, head, progress, BATCH_SIZE)
 
     def status(self) -> list[Status]:
         """Each projection's stored version, position and lag behind the head of the log."""
@@ -168,72 +168,119 @@ class ProjectionRunner:
     def _catch_up(
         self,
         db: sqlite3.Connection,
-        projection: Projection,
+        projections: Sequence[Projection],
         head: int,
         progress: Progress | None,
         batch_size: int,
     ) -> int:
-        position = self._positions(db).get(projection.name, (projection.version, 0))[1]
-        start, applied = position, 0
-        while position < head:
+        """Bring `projections` to `head`; the number of (event, projection) applications.
+
+        Projections that stand at the same position move together: each batch is read and
+        decoded once and handed to all of them, and their statements and positions commit in
+        one transaction. Each still has its own position: one that stands elsewhere moves in
+        its own group.
+        """
+        stored = self._positions(db)
+        at = {p.name: stored.get(p.name, (p.version, 0))[1] for p in projections}
+        total = sum(max(head - position, 0) for position in at.values())
+        done = applied = 0
+        while behind := [p for p in projections if at[p.name] < head]:
+            start = min(at[p.name] for p in behind)
+            group = [p for p in behind if at[p.name] == start]
             rows = db.execute(
                 "SELECT rowid, originator_id, originator_version, topic, state"  # noqa: S608 - fixed table name
                 f" FROM {self._events_table()} WHERE rowid > ? AND rowid <= ?"
                 " ORDER BY rowid LIMIT ?",
-                (position, head, batch_size),
+                (start, head, batch_size),
             ).fetchall()
             if not rows:
                 break
-            batch = Batch()
-            for log, originator, version, topic, state in rows:
-                stored = StoredEvent(
+            batches = self._apply(group, rows)
+            end = rows[-1][0]
+            moved = self._commit(db, list(zip(group, batches, strict=True)), start, end)
+            if moved:
+                # Another catch-up moved some of them meanwhile: nothing was written; go on
+                # from where each stands now.
+                latest = self._positions(db)
+                at.update({p.name: latest.get(p.name, (p.version, 0))[1] for p in group})
+                continue
+            for projection in group:
+                at[projection.name] = end
+            applied += len(rows) * len(group)
+            done += (end - start) * len(group)
+            if progress is not None:
+                progress(min(done, total), total)
+        return applied
+
+    def _apply(self, group: Sequence[Projection], rows: Sequence[tuple[Any, ...]]) -> list[Batch]:
+        """Decode each row once and give the event to every projection of the group."""
+        batches = [Batch() for _ in group]
+        handlers = [
+            (_handler(projection), projection, batch)
+            for projection, batch in zip(group, batches, strict=True)
+        ]
+        for log, originator, version, topic, state in rows:
+            event = self.mapper.to_domain_event(
+                StoredEvent(
                     originator_id=originator, originator_version=version, topic=topic, state=state
                 )
-                event = self.mapper.to_domain_event(stored)
-                at = Position(log=log, stream=event.originator_id, at=event.timestamp)
-                projection.apply(event, at, batch)
+            )
+            at = Position(log=log, stream=event.originator_id, at=event.timestamp)
+            for handle, projection, batch in handlers:
+                handle(type(event))(projection, event, at, batch)
+        for projection, batch in zip(group, batches, strict=True):
             projection.finish(batch)
-            standing = self._commit(db, projection, batch, position, rows[-1][0])
-            if standing != position:
-                # Another catch-up (the daemon, another command) moved this projection on
-                # meanwhile: nothing of this batch was written; go on from where it stands.
-                position = standing
-                continue
-            position = rows[-1][0]
-            applied += len(rows)
-            if progress is not None:
-                progress(position - start, head - start)
-        return applied
+        return batches
 
     @staticmethod
     def _commit(
-        db: sqlite3.Connection, projection: Projection, batch: Batch, started: int, position: int
-    ) -> int:
-        """Write the batch and its new position, if the projection is still at `started`.
+        db: sqlite3.Connection,
+        work: Sequence[tuple[Projection, Batch]],
+        started: int,
+        position: int,
+    ) -> bool:
+        """Write the batches and the new position of each projection, all still at `started`.
 
-        Returns the position the projection stood at when the transaction began: `started`
-        when the batch was written, else another catch-up's position (nothing written).
+        Returns True, and writes nothing, when another catch-up moved any of them meanwhile.
         """
         db.execute("BEGIN IMMEDIATE")
         try:
-            row = db.execute(
-                f"SELECT position FROM {POSITIONS} WHERE name = ?",  # noqa: S608 - fixed table name
-                (projection.name,),
-            ).fetchone()
-            current = int(row[0]) if row is not None else 0
-            if current != started:
-                db.execute("ROLLBACK")
-                return current
-            for statement in batch.statements:
-                db.execute(statement.sql, tuple(statement.params))
-            db.execute(
-                f"INSERT INTO {POSITIONS} (name, version, position) VALUES (?, ?, ?)"  # noqa: S608 - fixed table name
-                " ON CONFLICT(name) DO UPDATE SET version = excluded.version,"
-                " position = excluded.position",
-                (projection.name, projection.version, position),
-            )
+            for projection, _ in work:
+                row = db.execute(
+                    f"SELECT position FROM {POSITIONS} WHERE name = ?",  # noqa: S608 - fixed table name
+                    (projection.name,),
+                ).fetchone()
+                if (int(row[0]) if row is not None else 0) != started:
+                    db.execute("ROLLBACK")
+                    return True
+            for projection, batch in work:
+                for statement in batch.statements:
+                    db.execute(statement.sql, tuple(statement.params))
+                db.execute(
+                    f"INSERT INTO {POSITIONS} (name, version, position) VALUES (?, ?, ?)"  # noqa: S608 - fixed table name
+                    " ON CONFLICT(name) DO UPDATE SET version = excluded.version,"
+                    " position = excluded.position",
+                    (projection.name, projection.version, position),
+                )
         except BaseException:
             db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
-        return started
+        return False
+
+
+Handler = Callable[[Any, Any, Position, Batch], None]
+
+
+def _handler(projection: Projection) -> Callable[[type], Handler]:
+    """How to find a projection's handler for an event type, looked up once per type.
+
+    Reading a `singledispatchmethod` through an instance builds a new wrapper every time;
+    a catch-up applies every event to every projection, so the dispatch is resolved once.
+    """
+    method = inspect.getattr_static(type(projection), "apply")
+    dispatcher = getattr(method, "dispatcher", None)
+    if dispatcher is None:
+        bound: Handler = lambda _self, event, at, batch: projection.apply(event, at, batch)  # noqa: E731 - a plain apply
+        return lambda _event_type: bound
+    return functools.cache(dispatcher.dispatch)
