@@ -323,7 +323,7 @@ def stats_daily(  # noqa: PLR0913, PLR0917 - typer reads each option as a parame
     since: str | None = SINCE_OPTION,
     until: str | None = UNTIL_OPTION,
     session: str | None = typer.Option(
-        None, "--session", help="Not supported: the daily statistics cover every session."
+        None, "--session", help="Only this session's calls (id or a unique prefix)."
     ),
     limit: int = LIMIT_OPTION,
     json_output: bool = JSON_OPTION,

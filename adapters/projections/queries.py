@@ -363,11 +363,11 @@ class Audit:
     def daily(self, filters: Filters) -> Rows:
         """Per day, tool and outcome: calls, durations, denials and approvals; newest first.
 
-        The statistics are kept across sessions, so a session filter is refused.
+        With a session, the same figures are computed from that session's audit rows, by
+        the same rules (outcome, nearest-rank p95).
         """
         if filters.session is not None:
-            msg = "--session does not apply to daily statistics, which cover every session"
-            raise BadFilterError(msg)
+            return self._daily_of_session(filters)
         where = _Where()
         if filters.lower is not None:
             where.add("day >= ?", filters.lower.date().isoformat())
@@ -378,6 +378,38 @@ class Audit:
         return self._rows(
             f"SELECT * FROM daily_stats{where}"  # noqa: S608 - fixed columns
             " ORDER BY day DESC, tool, outcome LIMIT ?",
+            [*where.params, filters.sql_limit],
+            "daily_stats",
+        )
+
+    def _daily_of_session(self, filters: Filters) -> Rows:
+        session = self._session(filters)
+        where = _Where()
+        where.add("session_id = ?", session)
+        where.add("ended_at IS NOT NULL")
+        if filters.lower is not None:
+            where.add("substr(started_at, 1, 10) >= ?", filters.lower.date().isoformat())
+        if filters.upper is not None:
+            upper = filters.upper
+            midnight = upper == _day_start(upper.date(), end=False)
+            test = "substr(started_at, 1, 10) < ?" if midnight else "substr(started_at, 1, 10) <= ?"
+            where.add(test, upper.date().isoformat())
+        return self._rows(
+            "WITH ended AS (SELECT substr(started_at, 1, 10) AS day, tool,"  # noqa: S608 - fixed columns
+            " CASE decision WHEN 'denied' THEN 'denied' WHEN 'corrected' THEN 'corrected'"
+            " ELSE COALESCE(outcome, 'unknown') END AS outcome,"
+            " duration_ms, decision, approval_asked, approval_verdict"
+            f" FROM authorization_audit{where}),"
+            " ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY day, tool, outcome"
+            " ORDER BY duration_ms) AS rank, COUNT(*) OVER (PARTITION BY day, tool, outcome)"
+            " AS n FROM ended)"
+            " SELECT day, tool, outcome, COUNT(*) AS calls,"
+            " SUM(duration_ms) AS total_duration_ms,"
+            " MAX(CASE WHEN rank = (95 * n + 99) / 100 THEN duration_ms END) AS p95_duration_ms,"
+            " SUM(decision = 'denied') AS denials, SUM(approval_asked) AS approvals_asked,"
+            " SUM(CASE approval_verdict WHEN 'approved' THEN 1 ELSE 0 END) AS approvals_granted,"
+            " SUM(CASE approval_verdict WHEN 'expired' THEN 1 ELSE 0 END) AS approvals_timed_out"
+            " FROM ranked GROUP BY day, tool, outcome ORDER BY day DESC, tool, outcome LIMIT ?",
             [*where.params, filters.sql_limit],
             "daily_stats",
         )
