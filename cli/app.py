@@ -15,7 +15,7 @@ from adapters.errors import InvalidToolCallError, PositionOutOfRangeError
 from adapters.projections import queries
 from adapters.projections.verify import verify
 from adapters.tools import native
-from cli import render
+from cli import render, render_models
 from domain.errors import LedgerclawError
 from domain.session.values import Audience
 
@@ -105,7 +105,7 @@ def _listing(
     if json_output:
         render.emit_json(list(rows))
     elif csv_output:
-        render.csv_rows(rows, rows.columns)
+        render_models.csv_rows(rows, rows.columns)
     else:
         human(rows)
 
@@ -125,11 +125,11 @@ def list_sessions(  # noqa: PLR0913, PLR0917 - typer reads each option as a para
     filters = _filters(since, until, session, limit)
     rows = _audit().sessions(filters, oldest_first=True)
     if json_output:
-        render.emit_json([render.session_json(row) for row in rows])
+        render.emit_json([render_models.session_json(row) for row in rows])
     elif csv_output:
-        render.csv_rows(rows, rows.columns)
+        render_models.csv_rows(rows, rows.columns)
     else:
-        render.catalog_sessions(rows)
+        render_models.catalog_sessions(rows)
 
 
 @session_app.command("show")
@@ -141,9 +141,9 @@ def show_session(
     """Show a session's catalog row and working context."""
     row = _audit().session(session)
     if json_output:
-        render.emit_json(render.session_json(row))
+        render.emit_json(render_models.session_json(row))
     else:
-        render.catalog_session(row)
+        render_models.catalog_session(row)
 
 
 @session_app.command("replay")
@@ -291,7 +291,7 @@ def audit_attempts(  # noqa: PLR0913, PLR0917 - typer reads each option as a par
     _one_format(json_output, csv_output)
     filters = _filters(since, until, session, limit)
     rows = _audit().attempts(filters, decision=decision, tool=tool, path_glob=path)
-    _listing(rows, json_output, csv_output, render.attempts)
+    _listing(rows, json_output, csv_output, render_models.attempts)
 
 
 @audit_app.command("files")
@@ -314,7 +314,7 @@ def audit_files(  # noqa: PLR0913, PLR0917 - typer reads each option as a parame
     _one_format(json_output, csv_output)
     filters = _filters(since, until, session, limit)
     rows = _audit().files(filters, path_glob=path, operation=operation)
-    _listing(rows, json_output, csv_output, render.file_activity)
+    _listing(rows, json_output, csv_output, render_models.file_activity)
 
 
 @stats_app.command("daily")
@@ -332,7 +332,7 @@ def stats_daily(  # noqa: PLR0913, PLR0917 - typer reads each option as a parame
     """Tool calls per day, tool and outcome: counts, durations, denials and approvals."""
     _one_format(json_output, csv_output)
     filters = _filters(since, until, session, limit)
-    _listing(_audit().daily(filters), json_output, csv_output, render.daily_stats)
+    _listing(_audit().daily(filters), json_output, csv_output, render_models.daily_stats)
 
 
 @projections_app.command("status")
@@ -343,7 +343,7 @@ def projections_status(json_output: bool = JSON_OPTION) -> None:
     if json_output:
         render.emit_json(list(rows))
     else:
-        render.projection_status(rows)
+        render_models.projection_status(rows)
 
 
 @projections_app.command("rebuild")
@@ -360,7 +360,9 @@ def projections_rebuild(
     if json_output:
         render.emit_json(list(rows))
     else:
-        render.projection_status(rows, f"rebuilt {', '.join(names or ('every projection',))}")
+        render_models.projection_status(
+            rows, f"rebuilt {', '.join(names or ('every projection',))}"
+        )
 
 
 @projections_app.command("verify")
@@ -372,7 +374,7 @@ def projections_verify(json_output: bool = JSON_OPTION) -> None:
     if json_output:
         render.emit_json({"clean": not found, "differences": found})
     else:
-        render.differences(found)
+        render_models.differences(found)
     if found:
         raise typer.Exit(1)
 
