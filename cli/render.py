@@ -19,7 +19,9 @@ from adapters.journal.reader import TimelineEntry
 from domain.session.state import SessionState
 from domain.tools.result import ToolResult
 
-out = Console(highlight=False, soft_wrap=False)
+out = Console(highlight=False, soft_wrap=False, markup=False)
+"""Markup is off: paths, details and keys come from agents and users, so `[...]` in them
+must print as written, never be read as styling."""
 err = Console(stderr=True, highlight=False)
 
 MESSAGE_PREVIEW = 120
@@ -96,7 +98,7 @@ def timeline(session_id: str, entries: Sequence[TimelineEntry]) -> None:
     stays on its own line for grep and less.
     """
     span = f"{entries[0].recorded_at[:10]} .. {entries[-1].recorded_at[:10]}" if entries else ""
-    out.print(f"[bold]{session_id}[/bold]: {len(entries)} events, {span} UTC")
+    out.print(f"{session_id}: {len(entries)} events, {span} UTC", style="bold")
     names = [e.event.partition(".")[2] or e.event for e in entries]
     pos_width = max(len("#"), *(len(str(e.position)) for e in entries))
     log_width = max(len("log"), *(len(str(e.log_position)) for e in entries))
@@ -193,7 +195,7 @@ def session_state(
     state: SessionState, transcript: Sequence[dict[str, Any]], position: int, head: int
 ) -> None:
     """A session's state rebuilt at one position of its stream."""
-    out.print(f"[bold]{state.session_id}[/bold] at event {position} of {head}")
+    out.print(f"{state.session_id} at event {position} of {head}", style="bold")
     out.print(_state_summary(state))
     if state.runs:
         out.print(_runs(state))

@@ -76,7 +76,7 @@ def catalog_sessions(rows: Sequence[dict[str, Any]]) -> None:
 
 def catalog_session(row: dict[str, Any]) -> None:
     """One session's catalog row and working context."""
-    out.print(f"[bold]{row['session_id']}[/bold]")
+    out.print(row["session_id"], style="bold")
     summary = Table.grid(padding=(0, 2))
     summary.add_column(style="dim")
     summary.add_column(overflow="fold")

@@ -6,7 +6,7 @@ from functools import singledispatchmethod
 
 from domain.base import DomainEvent
 from domain.devices.events import DevicePaired, DeviceRevoked, DeviceSeen
-from projections.model import Batch, Position, Table
+from projections.model import Batch, Position, Table, utc_text
 
 DEVICES = Table(
     name="devices",
@@ -29,7 +29,7 @@ class DeviceList:
     """
 
     name = "devices"
-    version = 1
+    version = 2
     tables: tuple[Table, ...] = (DEVICES,)
 
     @singledispatchmethod
@@ -42,14 +42,14 @@ class DeviceList:
             "INSERT INTO devices (device_id, name, created_at) VALUES (?, ?, ?)",
             event.device_id,
             event.display_name,
-            event.paired_at.isoformat(),
+            utc_text(event.paired_at),
         )
 
     @apply.register
     def _(self, event: DeviceSeen, _position: Position, batch: Batch) -> None:
         batch.add(
             "UPDATE devices SET last_seen_at = ? WHERE device_id = ?",
-            event.seen_at.isoformat(),
+            utc_text(event.seen_at),
             event.device_id,
         )
 
@@ -57,7 +57,7 @@ class DeviceList:
     def _(self, event: DeviceRevoked, _position: Position, batch: Batch) -> None:
         batch.add(
             "UPDATE devices SET revoked_at = ? WHERE device_id = ?",
-            event.revoked_at.isoformat(),
+            utc_text(event.revoked_at),
             event.device_id,
         )
 

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol
 from uuid import UUID
 
 from domain.base import DomainEvent
+
+
+def utc_text(moment: datetime) -> str:
+    """A time as ISO-8601 text in UTC (naive means UTC), so text order is time order."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat()
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,10 @@ def stamp(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat()
 
 
+MAX_LIMIT = 2**63 - 1
+"""The largest limit SQLite can take."""
+
+
 @dataclass(frozen=True)
 class Filters:
     """What every listing can be narrowed by; bad values raise BadFilterError at once.
@@ -137,6 +141,9 @@ class Filters:
     def __post_init__(self) -> None:
         if self.limit < 0:
             msg = f"--limit {self.limit} is negative; give 0 for no limit"
+            raise BadFilterError(msg)
+        if self.limit > MAX_LIMIT:
+            msg = f"--limit {self.limit} is too large; give 0 for no limit"
             raise BadFilterError(msg)
         now = datetime.now(UTC)
         lower = parse_moment(self.since, "since", end=False, now=now)
@@ -368,13 +375,14 @@ class Audit:
         """
         if filters.session is not None:
             return self._daily_of_session(filters)
+        # The table counts whole UTC days: keep the days that lie wholly inside the window.
         where = _Where()
         if filters.lower is not None:
-            where.add("day >= ?", filters.lower.date().isoformat())
+            lower = filters.lower
+            first = lower.date() + timedelta(days=lower != _day_start(lower.date(), end=False))
+            where.add("day >= ?", first.isoformat())
         if filters.upper is not None:
-            upper = filters.upper
-            midnight = upper == _day_start(upper.date(), end=False)
-            where.add("day < ?" if midnight else "day <= ?", upper.date().isoformat())
+            where.add("day < ?", filters.upper.date().isoformat())
         return self._rows(
             f"SELECT * FROM daily_stats{where}"  # noqa: S608 - fixed columns
             " ORDER BY day DESC, tool, outcome LIMIT ?",
@@ -387,13 +395,7 @@ class Audit:
         where = _Where()
         where.add("session_id = ?", session)
         where.add("ended_at IS NOT NULL")
-        if filters.lower is not None:
-            where.add("substr(started_at, 1, 10) >= ?", filters.lower.date().isoformat())
-        if filters.upper is not None:
-            upper = filters.upper
-            midnight = upper == _day_start(upper.date(), end=False)
-            test = "substr(started_at, 1, 10) < ?" if midnight else "substr(started_at, 1, 10) <= ?"
-            where.add(test, upper.date().isoformat())
+        where.window(filters, "started_at")
         return self._rows(
             "WITH ended AS (SELECT substr(started_at, 1, 10) AS day, tool,"  # noqa: S608 - fixed columns
             " CASE decision WHEN 'denied' THEN 'denied' WHEN 'corrected' THEN 'corrected'"

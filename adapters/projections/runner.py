@@ -12,9 +12,10 @@ from __future__ import annotations
 import functools
 import inspect
 import sqlite3
-from collections.abc import Callable, Sequence
-from contextlib import closing
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -67,16 +68,24 @@ class ProjectionRunner:
     # -- public ----------------------------------------------------------------------------
 
     def catch_up(self, progress: Progress | None = None, batch_size: int = BATCH_SIZE) -> int:
-        """Apply every event after each projection's position; the number applied in all."""
-        with closing(self._connect()) as db:
-            self._prepare(db)
+        """Apply every event after each projection's position; the number applied in all.
+
+        When every projection already stands at the head in its current version, nothing is
+        written at all, so a query beside a busy writer needs no write lock.
+        """
+        with _busy(self.database), closing(self._connect()) as db:
+            stored = self._positions(db)
             head = self._head(db)
+            current = all(stored.get(p.name) == (p.version, head) for p in self.projections)
+            if current:
+                return 0
+            self._prepare(db)
             return self._catch_up(db, self.projections, head, progress, batch_size)
 
     def rebuild(self, names: Sequence[str] = (), progress: Progress | None = None) -> int:
         """Drop the named projections (all when none) and apply the whole log again."""
         chosen = [p for p in self.projections if not names or p.name in names]
-        with closing(self._connect()) as db:
+        with _busy(self.database), closing(self._connect()) as db:
             self._prepare(db)
             for projection in chosen:
                 self._reset(db, projection)
@@ -85,7 +94,7 @@ class ProjectionRunner:
 
     def status(self) -> list[Status]:
         """Each projection's stored version, position and lag behind the head of the log."""
-        with closing(self._connect()) as db:
+        with _busy(self.database), closing(self._connect()) as db:
             head = self._head(db)
             stored = self._positions(db)
         return [
@@ -225,7 +234,7 @@ class ProjectionRunner:
                     originator_id=originator, originator_version=version, topic=topic, state=state
                 )
             )
-            at = Position(log=log, stream=event.originator_id, at=event.timestamp)
+            at = Position(log=log, stream=event.originator_id, at=event.timestamp.astimezone(UTC))
             for handle, projection, batch in handlers:
                 handle(type(event))(projection, event, at, batch)
         for projection, batch in zip(group, batches, strict=True):
@@ -267,6 +276,22 @@ class ProjectionRunner:
             raise
         db.execute("COMMIT")
         return False
+
+
+@contextmanager
+def _busy(database: Path) -> Iterator[None]:
+    """Report a locked or unwritable journal as a typed error, never a trace."""
+    try:
+        yield
+    except sqlite3.OperationalError as error:
+        text = str(error)
+        if not any(sign in text for sign in _BUSY_SIGNS):
+            raise  # a projection's own mistake, not the journal's state
+        msg = f"journal {database} is busy or unwritable: {text}"
+        raise JournalBusyError(msg) from None
+
+
+_BUSY_SIGNS = ("locked", "busy", "readonly", "unable to open", "disk I/O")
 
 
 Handler = Callable[[Any, Any, Position, Batch], None]

@@ -482,3 +482,54 @@ def test_filters_parse_dates_times_and_ages() -> None:
     with pytest.raises(BadFilterError):
         Filters(since="last tuesday")
     assert -1 == Filters(limit=0).sql_limit
+
+
+def test_text_from_the_journal_is_shown_as_written(story: Story) -> None:
+    """Brackets in paths and details are not read as styling, and never crash a table."""
+    assert story.session_id
+    code, _, _ = invoke(
+        "tool", "call", "write_file", "--args", '{"path": "[bold]c.txt", "content": "x"}'
+    )
+    assert 0 == code
+    invoke("tool", "call", "read_file", "--args", '{"path": "/etc/[/]nope"}')
+    code, out, _ = invoke("audit", "files", "--limit", "0")
+    assert (0, True) == (code, "[bold]" in out)
+    assert any(row["path"].endswith("/[bold]c.txt") for row in as_json("audit", "files"))
+    code, out, _ = invoke("audit", "attempts", "--decision", "denied", "--limit", "0")
+    assert 0 == code
+    assert "[/]" in out
+
+
+def test_a_locked_journal_is_a_one_line_error(story: Story, home: Path) -> None:
+    """A query that must catch up while another process holds the write lock fails cleanly."""
+    assert story.session_id
+    invoke("tool", "call", "list_directory", "--args", "{}")
+    (home / "config.toml").write_text("[journal]\nbusy_timeout_seconds = 1\n")
+    blocker = sqlite3.connect(home / "ledgerclaw.db")
+    try:
+        blocker.execute("BEGIN IMMEDIATE")
+        code, _, err = invoke("audit", "attempts")
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert 5 == code
+    assert "busy" in err
+    assert "Traceback" not in err
+
+
+def test_stats_daily_keeps_only_whole_days_inside_the_window(story: Story) -> None:
+    """A window that starts or ends inside a day leaves that day out."""
+    assert story.session_id
+    today = datetime.now(UTC).date()
+    late = f"{today.isoformat()}T23:59"
+    assert [] == as_json("stats", "daily", "--since", late)
+    assert [] == as_json("stats", "daily", "--until", f"{today.isoformat()}T00:01")
+    assert as_json("stats", "daily", "--since", today.isoformat())
+
+
+def test_a_limit_sqlite_cannot_hold_is_a_usage_error(story: Story) -> None:
+    """An absurd --limit is refused with exit code 2."""
+    assert story.session_id
+    code, _, err = invoke("audit", "attempts", "--limit", str(2**64))
+    assert 2 == code
+    assert "too large" in err
