@@ -112,7 +112,14 @@ class ProjectionRunner:
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            db = sqlite3.connect(self.database, timeout=self.busy_timeout, isolation_level=None)
+            # Opened as a URI, so the read-only ATTACH of a scratch source below is a URI too,
+            # on every SQLite build.
+            db = sqlite3.connect(
+                Path(self.database).resolve().as_uri(),
+                uri=True,
+                timeout=self.busy_timeout,
+                isolation_level=None,
+            )
         except sqlite3.OperationalError as error:
             msg = f"cannot open {self.database}: {error}"
             raise JournalBusyError(msg) from None
