@@ -90,7 +90,6 @@ def pipeline_policy(home: Home, config: Config) -> PipelinePolicy:
     return PipelinePolicy(
         exposure=exposure,
         roots=tools.roots,
-        protected=protected_paths(home),
         protection=partial(protected_paths, home),
         secrets=frozenset(load_secrets(home.secrets, tools.redact_env, os.environ)),
         inline_limit=tools.inline_limit,

@@ -174,8 +174,7 @@ class Authorization:
         """The roots and base of this call, from the filesystem as it is now."""
         if self.run.roots is None or self.run.protected is None:
             self.run.roots = run_roots(self.run.envelope, self.policy.roots)
-            gather = self.policy.protection
-            self.run.protected = gather() if gather is not None else self.policy.protected
+            self.run.protected = self.policy.protection()
         return build_scope(
             plan.audience,
             self.run.roots,

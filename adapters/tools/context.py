@@ -46,9 +46,8 @@ class PipelinePolicy:
 
     exposure: ExposurePolicy = field(default_factory=ExposurePolicy)
     roots: tuple[RootSetting, ...] = ()
-    protected: ProtectedPaths = field(default_factory=ProtectedPaths)
-    protection: Callable[[], ProtectedPaths] | None = None
-    """Gathers the protected paths afresh, so every run sees key files created since."""
+    protection: Callable[[], ProtectedPaths] = ProtectedPaths
+    """Gathers the protected paths afresh for each run, so a run sees key files created since."""
     secrets: frozenset[str] = frozenset()
     inline_limit: int = INLINE_LIMIT
     approval_timeout_seconds: float = 300.0
