@@ -24,6 +24,9 @@ class Journal(Protocol):
         kind: SessionKind,
         audience: Audience,
         parent_session_id: SessionId | None = None,
+        *,
+        client_name: str | None = None,
+        client_version: str | None = None,
     ) -> Session:
         """Open and store a new session stream."""
         ...

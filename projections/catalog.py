@@ -12,6 +12,7 @@ from domain.session.events import (
     MessageAppended,
     RunEnded,
     RunStarted,
+    SessionClosed,
     SessionEvent,
     SessionOpened,
     StorageBound,
@@ -27,6 +28,8 @@ SESSIONS = Table(
         "parent_session_id": str,
         "audience": str,
         "client": str,
+        "client_name": str,
+        "client_version": str,
         "status": str,
         "created_at": str,
         "last_activity_at": str,
@@ -36,6 +39,8 @@ SESSIONS = Table(
         "tool_calls": int,
         "denials": int,
         "storage_root": str,
+        "closed_at": str,
+        "close_reason": str,
     },
     pk=("session_id",),
     indexes=(("last_activity_at",), ("parent_session_id",)),
@@ -52,7 +57,7 @@ class SessionCatalog:
     """Which sessions exist, who opened them, whether a run is live, and their counts."""
 
     name = "sessions"
-    version = 1
+    version = 2
     tables: tuple[Table, ...] = (SESSIONS,)
 
     @singledispatchmethod
@@ -66,14 +71,17 @@ class SessionCatalog:
         at = position.at.isoformat()
         batch.add(
             "INSERT INTO sessions (session_id, session_key, kind, parent_session_id, audience,"
-            " client, status, created_at, last_activity_at, runs, live_runs, messages,"
-            " tool_calls, denials) VALUES (?, ?, ?, ?, ?, ?, 'idle', ?, ?, 0, 0, 0, 0, 0)",
+            " client, client_name, client_version, status, created_at, last_activity_at, runs,"
+            " live_runs, messages, tool_calls, denials)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'idle', ?, ?, 0, 0, 0, 0, 0)",
             session_of(position),
             event.session_key,
             str(event.kind),
             event.parent_session_id,
             str(event.audience),
             event.session_key.split(":", 1)[0],
+            event.client_name,
+            event.client_version,
             at,
             at,
         )
@@ -94,7 +102,18 @@ class SessionCatalog:
             position,
             batch,
             "live_runs = live_runs - 1,"
-            " status = CASE WHEN live_runs - 1 > 0 THEN 'running' ELSE 'idle' END",
+            " status = CASE WHEN status = 'closed' THEN 'closed'"
+            " WHEN live_runs - 1 > 0 THEN 'running' ELSE 'idle' END",
+        )
+
+    @apply.register
+    def _(self, event: SessionClosed, position: Position, batch: Batch) -> None:
+        self._touch(
+            position,
+            batch,
+            "status = 'closed', closed_at = ?, close_reason = ?",
+            position.at.isoformat(),
+            str(event.reason),
         )
 
     @apply.register

@@ -31,6 +31,7 @@ from domain.session.events import (
     PolicyEvaluated,
     RunEnded,
     RunStarted,
+    SessionClosed,
     SessionOpened,
     StorageBound,
     ToolReceiptRecorded,
@@ -53,6 +54,7 @@ from domain.session.values import (
     PolicyDecision,
     RemediationCode,
     RunEndReason,
+    SessionCloseReason,
     SessionKind,
     ToolCallRequest,
     ToolReceipt,
@@ -279,6 +281,8 @@ def _session_opened(draw: st.DrawFn) -> SessionOpened:
         originator_topic=_SESSION_TOPIC,
         session_key=draw(short_texts()),
         audience=draw(st.sampled_from(Audience)),
+        client_name=draw(st.none() | short_texts()),
+        client_version=draw(st.none() | short_texts()),
         **draw(_session_links(session_id)),
     )
 
@@ -369,6 +373,7 @@ EVENT_STRATEGIES: dict[type[DomainEvent], st.SearchStrategy[Any]] = {
     ),
     ToolSchemaLoaded: _event(ToolSchemaLoaded, run_id=run_ids(), tool_name=tool_names()),
     RunEnded: _event(RunEnded, run_id=run_ids(), reason=st.sampled_from(RunEndReason)),
+    SessionClosed: _event(SessionClosed, reason=st.sampled_from(SessionCloseReason)),
     DeviceRegistryCreated: _created(DeviceRegistryCreated, _REGISTRY_TOPIC),
     DevicePaired: _event(
         DevicePaired,

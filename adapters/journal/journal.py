@@ -90,16 +90,27 @@ class EventJournal:
 
     # -- sessions --------------------------------------------------------------------------
 
-    def open_session(
+    def open_session(  # noqa: PLR0913 - one argument per fact of the opening event
         self,
         session_id: SessionId,
         session_key: str,
         kind: SessionKind,
         audience: Audience,
         parent_session_id: SessionId | None = None,
+        *,
+        client_name: str | None = None,
+        client_version: str | None = None,
     ) -> Session:
         """Open and store a new session stream; a reused id is a SessionExistsError."""
-        session = Session.open(session_id, session_key, kind, audience, parent_session_id)
+        session = Session.open(
+            session_id,
+            session_key,
+            kind,
+            audience,
+            parent_session_id,
+            client_name=client_name,
+            client_version=client_version,
+        )
         try:
             self.save(session)
         except IntegrityError:

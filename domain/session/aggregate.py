@@ -23,6 +23,7 @@ from domain.session.events import (
     PolicyEvaluated,
     RunEnded,
     RunStarted,
+    SessionClosed,
     SessionOpened,
     StorageBound,
     ToolReceiptRecorded,
@@ -32,6 +33,7 @@ from domain.session.events import (
 )
 from domain.session.state import SessionSnapshot, SessionState
 from domain.session.values import (
+    CLOSE_RUN_REASONS,
     NOT_RUN_OUTCOMES,
     RECENT_ATTEMPTS_LIMIT,
     ApprovalGrant,
@@ -49,6 +51,7 @@ from domain.session.values import (
     RemediationCode,
     RunEndReason,
     RunState,
+    SessionCloseReason,
     SessionKind,
     StorageBinding,
     ToolReceipt,
@@ -73,8 +76,13 @@ class Session(Aggregate):
         kind: SessionKind,
         audience: Audience,
         parent_session_id: SessionId | None,
+        client_name: str | None = None,
+        client_version: str | None = None,
     ) -> None:
         self.session_key = session_key
+        self.client_name = client_name
+        self.client_version = client_version
+        self.closed: SessionCloseReason | None = None
         self.kind = kind
         self.audience = audience
         self.parent_session_id = parent_session_id
@@ -99,6 +107,9 @@ class Session(Aggregate):
         kind: SessionKind,
         audience: Audience,
         parent_session_id: SessionId | None = None,
+        *,
+        client_name: str | None = None,
+        client_version: str | None = None,
     ) -> Session:
         """Open a new session stream; a subagent names its parent, a main session does not."""
         if (kind is SessionKind.SUBAGENT) != (parent_session_id is not None):
@@ -114,6 +125,8 @@ class Session(Aggregate):
             kind=kind,
             audience=audience,
             parent_session_id=parent_session_id,
+            client_name=client_name,
+            client_version=client_version,
         )
 
     @property
@@ -133,6 +146,7 @@ class Session(Aggregate):
 
     def start_run(self, run_id: RunId, client_run_id: str | None = None) -> None:
         """Start a run; a reused client run id names the run it already started."""
+        self._require_open()
         if run_id in self.runs:
             msg = f"run {run_id} already started"
             raise errors.RunAlreadyStartedError(msg)
@@ -169,6 +183,19 @@ class Session(Aggregate):
         for run_id in live:
             self._end_run(run_id, RunEndReason.CRASHED)
         return live
+
+    def close(self, reason: SessionCloseReason) -> None:
+        """Close the session for good; runs still live end first, for the matching reason."""
+        self._require_open()
+        for run in list(self.runs.values()):
+            if run.ended is None:
+                self._end_run(run.run_id, CLOSE_RUN_REASONS[reason])
+        self.trigger_event(SessionClosed, reason=reason)
+
+    def _require_open(self) -> None:
+        if self.closed is not None:
+            msg = f"session {self.session_id} was closed ({self.closed})"
+            raise errors.SessionClosedError(msg)
 
     def append_message(self, run_id: RunId, message: ChatMessage) -> None:
         """Append a message to the transcript on behalf of the current writer."""
@@ -376,6 +403,9 @@ class Session(Aggregate):
             loaded_tools=self.loaded_tools,
             ended_attempts=self.ended_attempts,
             spills=dict(self.spills),
+            client_name=self.client_name,
+            client_version=self.client_version,
+            closed=self.closed,
         )
 
     def open_attempts(self) -> list[AttemptState]:
@@ -534,6 +564,10 @@ class Session(Aggregate):
         self.runs[event.run_id] = run.model_copy(update={"ended": event.reason})
         if self.writer == event.run_id:
             self.writer = None
+
+    @apply_event.register
+    def _(self, event: SessionClosed) -> None:
+        self.closed = event.reason
 
     def _update_attempt(self, attempt_id: AttemptId, **changes: object) -> None:
         self.attempts[attempt_id] = self.attempts[attempt_id].model_copy(update=changes)

@@ -80,3 +80,7 @@ class DenialCategoryMissingError(SessionError):
 
 class InvalidApprovalScopeError(SessionError):
     """An approval's scope does not fit the request (a directory missing or unexpected)."""
+
+
+class SessionClosedError(SessionError):
+    """The session was closed; it starts no more runs and is not closed twice."""

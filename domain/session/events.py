@@ -22,6 +22,7 @@ from domain.session.values import (
     PolicyDecision,
     RemediationCode,
     RunEndReason,
+    SessionCloseReason,
     SessionKind,
     ToolName,
 )
@@ -36,12 +37,22 @@ class SessionOpened(Aggregate.Created):
     """A main session or a subagent run was opened."""
 
     TOPIC: ClassVar[str] = "ledgerclaw.session.opened"
-    KEY_FIELDS = ("session_key", "kind", "audience", "parent_session_id")
+    KEY_FIELDS = (
+        "session_key",
+        "kind",
+        "audience",
+        "parent_session_id",
+        "client_name",
+        "client_version",
+    )
 
     session_key: ShortText
     kind: SessionKind
     audience: Audience
     parent_session_id: SessionId | None = None
+    client_name: ShortText | None = None
+    """The name the connecting client declared (self-declared: not an identity)."""
+    client_version: ShortText | None = None
 
 
 class StorageBound(SessionEvent):
@@ -229,6 +240,15 @@ class RunEnded(SessionEvent):
     reason: RunEndReason
 
 
+class SessionClosed(SessionEvent):
+    """The session ended for good; it starts no more runs."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.closed"
+    KEY_FIELDS = ("reason",)
+
+    reason: SessionCloseReason
+
+
 SESSION_EVENTS: tuple[type[Aggregate.Event], ...] = (
     SessionOpened,
     StorageBound,
@@ -246,4 +266,5 @@ SESSION_EVENTS: tuple[type[Aggregate.Event], ...] = (
     WorkingContextChanged,
     ToolSchemaLoaded,
     RunEnded,
+    SessionClosed,
 )

@@ -13,6 +13,7 @@ from domain.session.values import (
     AttemptState,
     Audience,
     RunState,
+    SessionCloseReason,
     SessionKind,
     StorageBinding,
     WorkingContext,
@@ -38,6 +39,10 @@ class SessionFields(BaseModel):
     """How many attempts ever ended; `attempts` holds the open ones and the latest ended."""
     spills: dict[CallId, SpillId] = {}
     """The latest spilled output of each call id."""
+    client_name: str | None = None
+    client_version: str | None = None
+    closed: SessionCloseReason | None = None
+    """Why the session was closed, once it is."""
 
 
 class SessionState(SessionFields):

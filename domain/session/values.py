@@ -167,6 +167,28 @@ class RunEndReason(StrEnum):
     STRATEGY_STOP = "strategy_stop"
     SUPERSEDED = "superseded"
     CRASHED = "crashed"
+    SHUTDOWN = "shutdown"
+    """The daemon stopped; calls still running after its grace period were cancelled."""
+
+
+class SessionCloseReason(StrEnum):
+    """Why a session was closed; a closed session starts no more runs."""
+
+    CLIENT_CLOSED = "client_closed"
+    IDLE = "idle"
+    DAEMON_STOPPED = "daemon_stopped"
+    CRASHED = "crashed"
+    REVOKED = "revoked"
+
+
+CLOSE_RUN_REASONS = {
+    SessionCloseReason.CLIENT_CLOSED: RunEndReason.NATURAL,
+    SessionCloseReason.IDLE: RunEndReason.NATURAL,
+    SessionCloseReason.DAEMON_STOPPED: RunEndReason.SHUTDOWN,
+    SessionCloseReason.CRASHED: RunEndReason.CRASHED,
+    SessionCloseReason.REVOKED: RunEndReason.ABORT,
+}
+"""How the runs still live when a session closes end, for each close reason."""
 
 
 NOT_RUN_OUTCOMES = frozenset({OutcomeCategory.INVALID_INPUT, OutcomeCategory.CANCELLED})

@@ -28,6 +28,7 @@ from domain.session.values import (
     PolicyDecision,
     RemediationCode,
     RunEndReason,
+    SessionCloseReason,
     SessionKind,
     ToolReceipt,
 )
@@ -185,6 +186,8 @@ def test_the_catalog_counts_a_sessions_runs_calls_and_denials() -> None:
         "parent_session_id": None,
         "audience": "personal",
         "client": "main",
+        "client_name": None,
+        "client_version": None,
         "status": "idle",
         "created_at": iso(0),
         "last_activity_at": iso(3),
@@ -194,9 +197,25 @@ def test_the_catalog_counts_a_sessions_runs_calls_and_denials() -> None:
         "tool_calls": 2,
         "denials": 1,
         "storage_root": None,
+        "closed_at": None,
+        "close_reason": None,
     }
     assert [expected] == rows(
         project(registry.by_name(SessionCatalog.name), timeline.events), "sessions"
+    )
+
+
+def test_a_closed_session_stays_closed_in_the_catalog() -> None:
+    """Closing ends the live run first; the row says closed, when and why."""
+    timeline = (
+        Timeline().at(1, started(A1), allowed(A1)).at(2, lambda s: s.close(SessionCloseReason.IDLE))
+    )
+    [row] = rows(project(registry.by_name(SessionCatalog.name), timeline.events), "sessions")
+    assert (row["status"], row["live_runs"], row["close_reason"], row["closed_at"]) == (
+        "closed",
+        0,
+        "idle",
+        iso(2),
     )
 
 

@@ -17,6 +17,7 @@ from domain.session.events import (
     MessageAppended,
     RunEnded,
     RunStarted,
+    SessionClosed,
     SessionOpened,
     StorageBound,
     WriterClaimed,
@@ -30,6 +31,7 @@ from domain.session.values import (
     MessageRole,
     PolicyDecision,
     RunEndReason,
+    SessionCloseReason,
     SessionKind,
     StorageBinding,
     ToolCallRequest,
@@ -288,6 +290,47 @@ def test_recover_without_live_runs_records_nothing() -> None:
     session = replay(history(writer(), lambda s: s.end_run(RUN, RunEndReason.NATURAL)))
     assert [] == session.recover()
     assert [] == drain(session)
+
+
+@pytest.mark.parametrize(
+    ("reason", "run_reason"),
+    [
+        (SessionCloseReason.CLIENT_CLOSED, RunEndReason.NATURAL),
+        (SessionCloseReason.IDLE, RunEndReason.NATURAL),
+        (SessionCloseReason.DAEMON_STOPPED, RunEndReason.SHUTDOWN),
+        (SessionCloseReason.CRASHED, RunEndReason.CRASHED),
+        (SessionCloseReason.REVOKED, RunEndReason.ABORT),
+    ],
+)
+def test_closing_ends_live_runs_first_then_closes(
+    reason: SessionCloseReason, run_reason: RunEndReason
+) -> None:
+    """A close ends the live run for the matching reason (its allowed attempt as unknown)."""
+    given = history(writer(), evaluated(PolicyDecision.ALLOW, ATTEMPT))
+    session = replay(given)
+    session.close(reason)
+    new = drain(session)
+    assert [AttemptOutcomeMarkedUnknown, RunEnded, SessionClosed] == kinds(new)
+    assert (run_reason, reason) == (new[1].reason, new[2].reason)
+    state = after(given, new).state()
+    assert (reason, None) == (state.closed, state.writer)
+
+
+def test_a_closed_session_starts_no_run_and_closes_once() -> None:
+    """After a close, a new run and a second close are both refused."""
+    given = history(writer(), lambda s: s.close(SessionCloseReason.CLIENT_CLOSED))
+    refused(given, run_started(OTHER_RUN), errors.SessionClosedError)
+    refused(given, lambda s: s.close(SessionCloseReason.IDLE), errors.SessionClosedError)
+
+
+def test_an_opened_session_keeps_the_clients_declared_name_and_version() -> None:
+    """The client's name and version are facts of the opening event and the state."""
+    session = Session.open(
+        SESSION, "mcp:x", SessionKind.MAIN, Audience.PERSONAL, client_name="ed", client_version="2"
+    )
+    [opened] = drain(session)
+    assert ("ed", "2") == (opened.client_name, opened.client_version)
+    assert ("ed", "2") == (replay([opened]).state().client_name, session.state().client_version)
 
 
 # -- transcript values --------------------------------------------------------------------
