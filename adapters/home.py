@@ -13,7 +13,7 @@ DATABASE_NAME = "ledgerclaw.db"
 CONFIG_NAME = "config.toml"
 SECRETS_NAME = "secrets.toml"
 DAEMON_FILES = ("daemon.lock", "daemon.pid")
-PROTECTED_DIRS = ("keys", "credentials")
+PROTECTED_DIRS = ("keys", "credentials", "claims", "hosts")
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,16 @@ class Home:
     def secrets(self) -> Path:
         """Secret configuration: exact values redacted from every tool result."""
         return self.root / SECRETS_NAME
+
+    @property
+    def claims(self) -> Path:
+        """Where each hosted session's claim file lives; see adapters/daemon/claims.py."""
+        return self.root / "claims"
+
+    @property
+    def logs(self) -> Path:
+        """The daemon's log files."""
+        return self.root / "logs"
 
     @property
     def protected_files(self) -> tuple[Path, ...]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
@@ -16,7 +15,10 @@ from adapters.projections import queries
 from adapters.projections.verify import verify
 from adapters.tools import native
 from cli import render, render_models
-from domain.errors import LedgerclawError
+from cli.common import expected_errors
+from cli.config_cmd import config_app
+from cli.daemon_cmd import daemon_app, mcp_app
+from cli.operator_cmd import approvals_app, devices_app
 from domain.session.values import Audience
 
 P = ParamSpec("P")
@@ -42,6 +44,11 @@ projections_app = typer.Typer(
     help="The read models: their positions, rebuilding them, verifying them against the journal."
 )
 app.add_typer(projections_app, name="projections")
+app.add_typer(config_app, name="config")
+app.add_typer(daemon_app, name="daemon")
+app.add_typer(mcp_app, name="mcp")
+app.add_typer(approvals_app, name="approvals")
+app.add_typer(devices_app, name="devices")
 
 INTERRUPTED = 130
 """The exit code of a command stopped by Ctrl-C, as shells report it."""
@@ -62,20 +69,6 @@ SESSION_FILTER = typer.Option(
 LIMIT_OPTION = typer.Option(
     queries.DEFAULT_LIMIT, "--limit", help="At most this many rows, newest first; 0 for all."
 )
-
-
-def expected_errors(command: Callable[P, R]) -> Callable[P, R]:
-    """Turn an expected ledgerclaw error into a one-line message and its exit code."""
-
-    @functools.wraps(command)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return command(*args, **kwargs)
-        except LedgerclawError as failure:
-            render.error(str(failure))
-            raise typer.Exit(failure.exit_code) from None
-
-    return wrapper
 
 
 def _filters(

@@ -128,6 +128,10 @@ class Dispatcher:
                 tasks.start_soon(one, index, call)
         return [found[index] for index in range(len(group))]
 
+    def views(self, audience: Audience, loaded: frozenset[str]) -> dict[str, Visibility]:
+        """Every tool's visibility for an audience and loaded set (what a session can see)."""
+        return self._views(audience, loaded)
+
     def _views(self, audience: Audience, loaded: frozenset[str]) -> dict[str, Visibility]:
         """Every tool's visibility for an audience and loaded set, computed once per pair."""
         key = (audience, loaded)

@@ -1,0 +1,1 @@
+"""The ledgerclaw daemon: its service, its security and its control plane; adapter layer."""

@@ -1,0 +1,157 @@
+"""Approval requests waiting for an operator while the daemon runs; adapter layer.
+
+The daemon's Approver. Each request waits here until someone decides it: the command
+line (`ledgerclaw approvals approve|deny`, through the control plane) or, for a client
+that can be asked, an MCP elicitation. The first answer wins. The dispatcher bounds the
+wait with the configured approval timeout and journals the request, the decision and any
+expiry; this module keeps nothing durable itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import anyio
+
+from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
+from domain.errors import LedgerclawError
+from domain.ids import SessionId
+from domain.session.values import ApprovalScope, ApprovalVerdict
+
+log = logging.getLogger(__name__)
+MIN_PREFIX = 4
+
+Elicitor = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | None]]
+"""Asks the client behind a session; None when it declined to answer."""
+
+
+class UnknownApprovalError(LedgerclawError):
+    """No pending approval matches the given id (it may have been decided or timed out)."""
+
+    exit_code = 6
+
+
+class ApprovalScopeError(LedgerclawError):
+    """The requested scope cannot be granted for this request."""
+
+    exit_code = 2
+
+
+@dataclass
+class Pending:
+    """One request waiting for its answer."""
+
+    request: ApprovalRequest
+    asked_at: datetime
+    answer: ApprovalAnswer | None = None
+    answered: anyio.Event = field(default_factory=anyio.Event)
+
+    @property
+    def approval_id(self) -> str:
+        """The id an operator names it by: the attempt's id."""
+        return str(self.request.attempt_id)
+
+    def settle(self, answer: ApprovalAnswer | None) -> bool:
+        """Record the first answer; a later one is ignored."""
+        if self.answered.is_set():
+            return False
+        self.answer = answer
+        self.answered.set()
+        return True
+
+
+class PendingApprovals:
+    """The daemon's Approver: pending requests, decided from the CLI or the client."""
+
+    def __init__(self, elicitor_for: Callable[[SessionId], Elicitor | None] | None = None) -> None:
+        self._pending: dict[str, Pending] = {}
+        self.elicitor_for: Callable[[SessionId], Elicitor | None] = elicitor_for or (
+            lambda _session: None
+        )
+        self.on_change: Callable[[], None] = lambda: None
+
+    def available(self) -> bool:
+        """The command line can always be asked while the daemon runs."""
+        return True
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalAnswer | None:
+        """Wait for the first answer; the dispatcher's timeout cancels the wait."""
+        pending = Pending(request, datetime.now(UTC))
+        self._pending[pending.approval_id] = pending
+        self.on_change()
+        log.info(
+            "approval %s pending: %s %s", pending.approval_id, request.tool_name, request.summary
+        )
+        elicitor = self.elicitor_for(request.session_id)
+        try:
+            async with anyio.create_task_group() as tasks:
+                if elicitor is not None:
+                    tasks.start_soon(self._elicit, pending, elicitor)
+                await pending.answered.wait()
+                tasks.cancel_scope.cancel()
+        finally:
+            self._pending.pop(pending.approval_id, None)
+            self.on_change()
+        return pending.answer
+
+    async def _elicit(self, pending: Pending, elicitor: Elicitor) -> None:
+        try:
+            answer = await elicitor(pending.request)
+        except Exception:  # noqa: BLE001 - the client could not be asked; the CLI still can
+            log.warning("asking the client about approval %s failed", pending.approval_id)
+            return
+        if answer is not None:
+            pending.settle(answer)
+
+    async def report(self, request: ApprovalRequest) -> None:
+        """A report-mode call runs without waiting; it is logged for the operator."""
+        log.info("report-mode call %s: %s", request.tool_name, request.summary)
+
+    # -- the operator's side ---------------------------------------------------------------
+
+    def listing(self) -> list[Pending]:
+        """Every pending request, oldest first."""
+        return sorted(self._pending.values(), key=lambda p: p.asked_at)
+
+    def find(self, approval_id: str) -> Pending:
+        """The pending request with this id or unique prefix (at least four characters)."""
+        wanted = approval_id.strip()
+        if wanted in self._pending:
+            return self._pending[wanted]
+        matches = (
+            [p for key, p in self._pending.items() if key.startswith(wanted)]
+            if len(wanted) >= MIN_PREFIX
+            else []
+        )
+        if len(matches) != 1:
+            how = "matches several" if matches else "matches no"
+            msg = f"{approval_id!r} {how} pending approval; see `ledgerclaw approvals list`"
+            raise UnknownApprovalError(msg)
+        return matches[0]
+
+    def decide(
+        self,
+        approval_id: str,
+        verdict: ApprovalVerdict,
+        decided_by: str,
+        scope: ApprovalScope = ApprovalScope.ONCE,
+        directory: str | None = None,
+    ) -> Pending:
+        """Answer a pending request; a wider scope needs a request that can be granted wider."""
+        pending = self.find(approval_id)
+        if scope is not ApprovalScope.ONCE and not pending.request.grant_key:
+            msg = f"approval {pending.approval_id} can only be answered for this call"
+            raise ApprovalScopeError(msg)
+        if (scope is ApprovalScope.DIRECTORY) != (directory is not None):
+            msg = "a directory-scoped approval names its directory, and only it does"
+            raise ApprovalScopeError(msg)
+        answer = ApprovalAnswer(
+            verdict=verdict, decided_by=decided_by, scope=scope, directory=directory
+        )
+        if not pending.settle(answer):
+            msg = f"approval {pending.approval_id} was already decided"
+            raise UnknownApprovalError(msg)
+        return pending

@@ -1,0 +1,276 @@
+"""Hosted sessions: one journaled session per connected client, one call at a time.
+
+Each connected client gets a session of its own: opened with the client's declared name
+and version, its storage bound, one run started as its writer, and its claim held. The
+session works like an actor: its calls run one at a time, in arrival order, so one busy
+client never interleaves with itself; a global budget caps how many calls run at once
+across all sessions, so one session's trouble stays its own. Adapter layer.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from adapters.daemon.approvals import Elicitor
+from adapters.daemon.claims import Claim, SessionClaims
+from adapters.fs.envelope import Envelope, bind_envelope, envelope_root
+from adapters.journal.journal import EventJournal
+from adapters.tools.context import RunScope
+from adapters.tools.dispatcher import Dispatcher
+from domain.errors import LedgerclawError
+from domain.ids import CallId, RunId, SessionId
+from domain.session.aggregate import Session
+from domain.session.values import Audience, SessionCloseReason, SessionKind, ToolCallRequest
+from domain.tools.definition import ToolDefinition
+from domain.tools.result import ToolResult
+
+log = logging.getLogger(__name__)
+
+
+class NotAdmittingError(LedgerclawError):
+    """The daemon is stopping; it admits no new calls or sessions."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a request comes from, as far as the session boundary is concerned."""
+
+    key: str
+    """The session boundary: requests with the same key share one hosted session."""
+    channel: str
+    client_name: str | None = None
+    """Self-declared by the client: recorded, never trusted."""
+    client_version: str | None = None
+    device_id: str | None = None
+    """The authenticated device (HTTP only)."""
+
+
+@dataclass
+class HostedSession:
+    """One connected client's session as the daemon serves it."""
+
+    key: str
+    run: RunScope
+    claim: Claim
+    channel: str
+    device_id: str | None = None
+    last_used: float = field(default_factory=anyio.current_time)
+    turn: anyio.Lock = field(default_factory=anyio.Lock)
+    in_flight: int = 0
+    closed: bool = False
+    notify_tools_changed: Callable[[], Awaitable[None]] | None = None
+    elicitor: Elicitor | None = None
+
+    @property
+    def session_id(self) -> SessionId:
+        """The journaled session's id."""
+        return self.run.session_id
+
+
+def _open(host: SessionHost, caller: Caller) -> tuple[RunScope, Claim]:
+    """Open, bind, start and claim a new session; runs in a worker thread."""
+    journal, home_root, audience = host.journal, host.home_root, host.audience
+    session_key = f"mcp-{caller.channel}:{(caller.client_name or 'unnamed')[:200]}"
+    session_id = SessionId.new()
+    claim = host.claims.claim(session_id)
+    try:
+        Envelope(envelope_root(home_root, session_id).resolve()).create()
+        journal.open_session(
+            session_id,
+            session_key,
+            SessionKind.MAIN,
+            audience,
+            client_name=_short(caller.client_name),
+            client_version=_short(caller.client_version),
+        )
+        envelope = bind_envelope(journal, home_root, session_id)
+        run_id = RunId.new()
+
+        def start(session: Session) -> None:
+            session.start_run(run_id)
+            session.claim_writer(run_id)
+
+        journal.update_session(session_id, start)
+    except BaseException:
+        claim.release()
+        raise
+    scope = RunScope(
+        session_id=session_id,
+        run_id=run_id,
+        kind=SessionKind.MAIN,
+        audience=audience,
+        envelope=envelope,
+    )
+    return scope, claim
+
+
+class SessionHost:
+    """Every session the daemon (or one stdio server) hosts, by connection key."""
+
+    def __init__(  # noqa: PLR0913 - the settings are keyword-only
+        self,
+        journal: EventJournal,
+        dispatcher: Dispatcher,
+        home_root: Path,
+        claims: SessionClaims,
+        *,
+        audience: Audience = Audience.PERSONAL,
+        max_concurrent_calls: int = 16,
+        idle_seconds: float = 1800.0,
+    ) -> None:
+        self.journal = journal
+        self.dispatcher = dispatcher
+        self.home_root = home_root
+        self.claims = claims
+        self.audience = audience
+        self.budget = anyio.CapacityLimiter(max_concurrent_calls)
+        self.idle_seconds = idle_seconds
+        self.sessions: dict[str, HostedSession] = {}
+        self.admitting = True
+        self._opening = anyio.Lock()
+        self._calls: set[anyio.CancelScope] = set()
+        self.calls_served = 0
+
+    # -- sessions --------------------------------------------------------------------------
+
+    async def session_for(self, caller: Caller) -> HostedSession:
+        """The live session for the caller's key, opening (and journaling) it on first use."""
+        key = caller.key
+        found = self.sessions.get(key)
+        if found is not None and not found.closed:
+            return found
+        async with self._opening:
+            found = self.sessions.get(key)
+            if found is not None and not found.closed:
+                return found
+            if not self.admitting:
+                raise NotAdmittingError("the daemon is stopping and opens no new sessions")
+            run, claim = await anyio.to_thread.run_sync(_open, self, caller)
+            hosted = HostedSession(key, run, claim, caller.channel, caller.device_id)
+            self.sessions[key] = hosted
+            log.info(
+                "session %s opened for %s (%s)", run.session_id, caller.client_name, caller.channel
+            )
+            return hosted
+
+    def by_session_id(self, session_id: SessionId) -> HostedSession | None:
+        """The hosted session with this journaled id, if it is live here."""
+        for hosted in self.sessions.values():
+            if hosted.session_id == session_id and not hosted.closed:
+                return hosted
+        return None
+
+    async def close(self, key: str, reason: SessionCloseReason) -> None:
+        """Close the session for `key` in the journal and release its claim."""
+        hosted = self.sessions.pop(key, None)
+        if hosted is None or hosted.closed:
+            return
+        hosted.closed = True
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.dispatcher.writer.update(hosted.session_id, lambda s: s.close(reason))
+            finally:
+                hosted.claim.release()
+        log.info("session %s closed: %s", hosted.session_id, reason)
+
+    async def close_idle(self, idle_seconds: float, channel: str | None = None) -> int:
+        """Close sessions with no call in flight and none for `idle_seconds`; how many."""
+        now = anyio.current_time()
+        idle = [
+            h.key
+            for h in list(self.sessions.values())
+            if (channel is None or h.channel == channel)
+            and h.in_flight == 0
+            and now - h.last_used >= idle_seconds
+        ]
+        for key in idle:
+            await self.close(key, SessionCloseReason.IDLE)
+        return len(idle)
+
+    # -- tools -----------------------------------------------------------------------------
+
+    def tools_for(self, hosted: HostedSession) -> list[ToolDefinition]:
+        """The tools this session's next request can see: its policy-visible, loaded set."""
+        loaded = self.journal.session(hosted.session_id).loaded_tools
+        views = self.dispatcher.views(hosted.run.audience, loaded)
+        return [d for d in self.dispatcher.tools.registry if views[d.name].in_request]
+
+    async def call(self, hosted: HostedSession, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Run one call in the session's turn, within the global budget."""
+        if not self.admitting:
+            raise NotAdmittingError("the daemon is stopping and admits no new calls")
+        hosted.in_flight += 1
+        try:
+            async with hosted.turn, self.budget:
+                hosted.last_used = anyio.current_time()
+                before = self.journal.session(hosted.session_id).loaded_tools
+                request = ToolCallRequest(
+                    call_id=CallId(f"mcp_{secrets.token_hex(8)}"), name=name, arguments=arguments
+                )
+                result = await self._cancellable(hosted, request)
+                after = self.journal.session(hosted.session_id).loaded_tools
+            if after != before and hosted.notify_tools_changed is not None:
+                await hosted.notify_tools_changed()
+            return result
+        finally:
+            hosted.in_flight -= 1
+            hosted.last_used = anyio.current_time()
+            self.calls_served += 1
+
+    async def _cancellable(self, hosted: HostedSession, request: ToolCallRequest) -> ToolResult:
+        result: ToolResult | None = None
+        with anyio.CancelScope() as scope:
+            self._calls.add(scope)
+            try:
+                result = await self.dispatcher.call(hosted.run, request)
+            finally:
+                self._calls.discard(scope)
+        if result is None:
+            raise NotAdmittingError(
+                "the daemon stopped before the call finished; it was cancelled and recorded"
+            )
+        return result
+
+    # -- stopping --------------------------------------------------------------------------
+
+    @property
+    def in_flight(self) -> int:
+        """Calls running now, across all sessions."""
+        return len(self._calls)
+
+    async def stop(self, grace_seconds: float) -> int:
+        """Admit nothing more, let calls finish within the grace period, cancel the rest.
+
+        Every session is then closed as `daemon_stopped`, which ends its run as `shutdown`.
+        Returns how many calls had to be cancelled.
+        """
+        self.admitting = False
+        with anyio.move_on_after(grace_seconds):
+            while self._calls:  # noqa: ASYNC110 - calls end in their own tasks; poll the set
+                await anyio.sleep(0.05)
+        cancelled = len(self._calls)
+        for scope in list(self._calls):
+            scope.cancel()
+        with anyio.move_on_after(max(grace_seconds, 5.0)):
+            while self._calls:  # noqa: ASYNC110 - as above: cancelled calls record their end
+                await anyio.sleep(0.02)
+        for key in list(self.sessions):
+            await self.close(key, SessionCloseReason.DAEMON_STOPPED)
+        return cancelled
+
+
+def _short(value: str | None) -> str | None:
+    if value is None:
+        return None
+    cleaned = "".join(ch for ch in value if ch.isprintable())[:200]
+    return cleaned or None

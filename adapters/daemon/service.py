@@ -1,0 +1,239 @@
+"""The daemon: one process per home hosting sessions for MCP clients; adapter layer.
+
+Start-up: the lock (a second daemon exits naming the first), logging, the journal,
+recovery of sessions whose host died, then the HTTP server on 127.0.0.1: `/healthz`,
+`/mcp` (device token), `/control` (local-control proof), `/pair`. While it runs, the
+projections are caught up continuously and stateless MCP sessions end when idle. On
+SIGINT or SIGTERM it admits nothing new, lets running calls finish within the grace
+period, cancels the rest (each gets its `cancelled` receipt), closes every session as
+`daemon_stopped` (its run ends as `shutdown`) and exits 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import uvicorn
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from adapters.config import Config
+from adapters.daemon.approvals import PendingApprovals
+from adapters.daemon.assembly import assemble
+from adapters.daemon.bearer import BearerGuard
+from adapters.daemon.claims import SessionClaims
+from adapters.daemon.control import ControlPlane, pair_route
+from adapters.daemon.control_methods import control_methods
+from adapters.daemon.host import SessionHost
+from adapters.daemon.host_key import ProofVerifier, load_or_create_host_key
+from adapters.daemon.lock import DaemonLock
+from adapters.daemon.pairing import PairingCodes, TokenAuthenticator
+from adapters.daemon.recovery import recover_orphans
+from adapters.home import Home, ensure_home
+from adapters.journal.journal import SqliteJournal
+from adapters.mcp.callers import HTTP_STATELESS
+from adapters.mcp.server import build_server
+from adapters.projections.runner import ProjectionRunner
+from domain.ids import DeviceId
+from domain.session.values import SessionCloseReason
+from projections.registry import ALL_PROJECTIONS
+
+log = logging.getLogger(__name__)
+HOST = "127.0.0.1"
+
+
+class EmbeddedServer(uvicorn.Server):
+    """uvicorn without its own signal handlers: the daemon owns SIGINT and SIGTERM."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """Leave signals alone."""
+        yield
+
+
+@dataclass
+class Daemon:
+    """Everything one running daemon holds."""
+
+    home: Home
+    config: Config
+    port: int
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    stopping: anyio.Event = field(default_factory=anyio.Event)
+    stop_reason: str = ""
+    recovered: int = 0
+    host: SessionHost = field(init=False)
+    approvals: PendingApprovals = field(init=False)
+    guard: BearerGuard = field(init=False)
+    control: ControlPlane = field(init=False)
+    codes: PairingCodes = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.codes = PairingCodes(ttl_seconds=self.config.daemon.pairing_code_seconds)
+
+    async def run(self, ready: Callable[[Daemon], None] | None = None) -> int:
+        """Serve until a signal (or `stop`) arrives; the exit status (0 on a clean stop)."""
+        ensure_home(self.home)
+        lock = DaemonLock(self.home)
+        lock.acquire(self.port)
+        try:
+            return await self._serve(ready)
+        finally:
+            lock.release()
+
+    def stop(self, reason: str) -> None:
+        """Begin a graceful stop."""
+        if not self.stopping.is_set():
+            self.stop_reason = reason
+            self.stopping.set()
+
+    async def _serve(self, ready: Callable[[Daemon], None] | None) -> int:
+        settings = self.config.daemon
+        journal = SqliteJournal(self.home.database, self.config.journal)
+        try:
+            runner = ProjectionRunner(
+                self.home.database,
+                ALL_PROJECTIONS,
+                busy_timeout=float(self.config.journal.busy_timeout_seconds),
+            )
+            report = await anyio.to_thread.run_sync(
+                recover_orphans, journal, runner, SessionClaims(self.home)
+            )
+            self.recovered = len(report.recovered)
+            host, approvals = assemble(self.home, self.config, journal)
+            self.host, self.approvals = host, approvals
+            app, manager, guard = self._app(journal, host, approvals)
+            self.guard = guard
+            server = EmbeddedServer(
+                uvicorn.Config(
+                    app,
+                    host=HOST,
+                    port=self.port,
+                    lifespan="on",
+                    log_config=None,
+                    timeout_graceful_shutdown=3,
+                    ws="websockets-sansio",
+                )
+            )
+            served = anyio.Event()
+
+            async def serve() -> None:
+                try:
+                    await server.serve()
+                finally:
+                    served.set()
+
+            async with anyio.create_task_group() as tasks, manager.run():
+                tasks.start_soon(self._signals)
+                tasks.start_soon(serve)
+                tasks.start_soon(self._projections, runner)
+                tasks.start_soon(self._reap, host)
+                while not server.started:
+                    if served.is_set():
+                        msg = f"could not listen on {HOST}:{self.port}"
+                        raise OSError(msg)
+                    await anyio.sleep(0.02)
+                log.info("daemon %d listening on http://%s:%d", os.getpid(), HOST, self.port)
+                if ready is not None:
+                    ready(self)
+                await self.stopping.wait()
+                log.info("stopping (%s): no new calls admitted", self.stop_reason)
+                cancelled = await host.stop(float(settings.grace_seconds))
+                if cancelled:
+                    log.warning("%d call(s) cancelled after the grace period", cancelled)
+                await anyio.to_thread.run_sync(runner.catch_up)
+                server.should_exit = True
+                with anyio.move_on_after(10):
+                    await served.wait()
+                tasks.cancel_scope.cancel()
+        finally:
+            journal.close()
+        log.info("daemon stopped")
+        return 0
+
+    def _app(
+        self, journal: SqliteJournal, host: SessionHost, approvals: PendingApprovals
+    ) -> tuple[Starlette, StreamableHTTPSessionManager, BearerGuard]:
+        settings = self.config.daemon
+        server = build_server(host, "http")
+        manager = StreamableHTTPSessionManager(
+            app=server, session_idle_timeout=float(settings.idle_timeout_seconds)
+        )
+        authenticator = TokenAuthenticator(journal)
+
+        async def revoked(device: DeviceId) -> None:
+            for hosted in list(host.sessions.values()):
+                if hosted.device_id == device:
+                    await host.close(hosted.key, SessionCloseReason.REVOKED)
+
+        guard = BearerGuard(StreamableHTTPASGIApp(manager), authenticator.authenticate, revoked)
+        control = ControlPlane(
+            control_methods(self.health, approvals, self.codes),
+            ProofVerifier(load_or_create_host_key(self.home)),
+            authenticator.authenticate,
+        )
+        self.control = control
+
+        async def healthz(_request: Request) -> JSONResponse:
+            return JSONResponse(self.health())
+
+        routes = [
+            Route("/healthz", healthz),
+            Route("/mcp", guard),
+            control.route("/control"),
+            pair_route(self.codes, journal),
+        ]
+
+        @contextlib.asynccontextmanager
+        async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+            yield
+
+        return Starlette(routes=routes, lifespan=lifespan), manager, guard
+
+    def health(self) -> dict[str, Any]:
+        """What `/healthz` and `daemon status` report."""
+        host = self.host
+        return {
+            "status": "stopping" if self.stopping.is_set() else "ok",
+            "pid": os.getpid(),
+            "port": self.port,
+            "started_at": self.started_at.isoformat(),
+            "sessions": len(host.sessions),
+            "calls_in_flight": host.in_flight,
+            "calls_served": host.calls_served,
+            "approvals_pending": len(self.approvals.listing()),
+            "unauthorized": self.guard.refused + self.control.refused,
+            "recovered_sessions": self.recovered,
+        }
+
+    async def _signals(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+            async for signum in received:
+                self.stop(signal.Signals(signum).name)
+
+    async def _projections(self, runner: ProjectionRunner) -> None:
+        interval = float(self.config.daemon.projection_interval_seconds)
+        while True:
+            try:
+                await anyio.to_thread.run_sync(runner.catch_up)
+            except Exception:
+                log.exception("projection catch-up failed; retrying")
+            await anyio.sleep(interval)
+
+    async def _reap(self, host: SessionHost) -> None:
+        idle = float(self.config.daemon.idle_timeout_seconds)
+        while True:
+            await anyio.sleep(min(idle / 4, 30.0))
+            await host.close_idle(idle, HTTP_STATELESS)

@@ -1,0 +1,1 @@
+"""The governed tools served over the Model Context Protocol; adapter layer."""

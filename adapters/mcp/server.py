@@ -1,0 +1,169 @@
+"""The governed tools as an MCP server: every call goes through the dispatcher; adapter layer.
+
+Built on the SDK's low-level `Server`, so the schemas and results on the wire are exactly
+the pipeline's: the tool list is the calling session's policy-visible set, a call's text
+is the pipeline's one result, and a denial or correction comes back as a tool error
+carrying the presenter's instruction. Whether the call ran, and how its attempt ended, is
+in the result's `_meta` under `ledgerclaw/...`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ToolsListChanged
+
+from adapters.daemon.host import Caller, HostedSession, NotAdmittingError, SessionHost
+from adapters.mcp.callers import caller_of, has_connection
+from adapters.mcp.elicitation import elicitor_for
+from domain.session.values import SessionCloseReason
+from domain.tools.definition import ToolDefinition
+from domain.tools.result import ToolResult
+
+log = logging.getLogger(__name__)
+SERVER_NAME = "ledgerclaw"
+INSTRUCTIONS = (
+    "Governed file and shell tools. Every call is authorized, journaled and receipted; a"
+    " denied call says why and what to do instead. Paths are relative to the project"
+    " directory once set_working_directory declared one."
+)
+STOPPING = -32000
+
+
+class GovernedServer(Server[Any]):
+    """The low-level server, advertising that its tool list changes (it does)."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        *args: Any,  # noqa: ANN401 - passed through to the SDK unchanged
+        **kwargs: Any,  # noqa: ANN401 - passed through to the SDK unchanged
+    ) -> Any:  # noqa: ANN401 - the SDK's own options type
+        """The SDK's options with `tools.listChanged` switched on."""
+        options = notification_options or NotificationOptions(tools_changed=True)
+        return super().create_initialization_options(options, *args, **kwargs)
+
+
+def tool_of(definition: ToolDefinition) -> types.Tool:
+    """A pipeline tool definition as an MCP tool."""
+    return types.Tool(
+        name=definition.name,
+        description=definition.description,
+        input_schema=dict(definition.parameters),
+    )
+
+
+def result_of(result: ToolResult, session_id: str) -> types.CallToolResult:
+    """The pipeline's one result as an MCP tool result (an error unless it succeeded)."""
+    meta: dict[str, Any] = {
+        "ledgerclaw/session_id": session_id,
+        "ledgerclaw/attempt_id": str(result.attempt_id),
+        "ledgerclaw/end": str(result.end),
+    }
+    if result.outcome is not None:
+        meta["ledgerclaw/outcome"] = str(result.outcome)
+    if result.denial is not None:
+        meta["ledgerclaw/denial"] = str(result.denial)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=result.text)],
+        is_error=result.is_error,
+        _meta=meta,
+    )
+
+
+def build_server(host: SessionHost, transport: str) -> GovernedServer:
+    """An MCP server over `host`'s sessions for one transport (`stdio` or `http`)."""
+    bus = InMemorySubscriptionBus()
+
+    async def hosted_for(ctx: ServerRequestContext[Any, Any]) -> tuple[HostedSession, Caller]:
+        caller = caller_of(ctx, transport)
+        known = host.sessions.get(caller.key)
+        try:
+            hosted = await host.session_for(caller)
+        except NotAdmittingError as error:
+            raise MCPError(STOPPING, str(error)) from None
+        if hosted is not known:
+            _attach(hosted, ctx, caller, host, bus)
+        return hosted, caller
+
+    async def on_list_tools(
+        ctx: ServerRequestContext[Any, Any], _params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        hosted, _caller = await hosted_for(ctx)
+        return types.ListToolsResult(tools=[tool_of(d) for d in host.tools_for(hosted)])
+
+    async def on_call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        hosted, caller = await hosted_for(ctx)
+        hosted.elicitor = elicitor_for(ctx, caller) if has_connection(caller) else None
+        try:
+            result = await host.call(hosted, params.name, dict(params.arguments or {}))
+        except NotAdmittingError as error:
+            raise MCPError(STOPPING, str(error)) from None
+        finally:
+            hosted.elicitor = None
+        return result_of(result, str(hosted.session_id))
+
+    return GovernedServer(
+        SERVER_NAME,
+        version=_version(),
+        instructions=INSTRUCTIONS,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+        on_subscriptions_listen=ListenHandler(bus),
+    )
+
+
+def _attach(
+    hosted: HostedSession,
+    ctx: ServerRequestContext[Any, Any],
+    caller: Caller,
+    host: SessionHost,
+    bus: InMemorySubscriptionBus,
+) -> None:
+    """Wire a newly opened session to its connection: notifications and closing."""
+    if not has_connection(caller):
+
+        async def publish() -> None:
+            await bus.publish(ToolsListChanged())
+
+        hosted.notify_tools_changed = publish
+        return
+    # The SDK keeps one Connection per handshake-era client (and per stdio process); its
+    # exit stack unwinds when the client goes away: a DELETE, the idle timeout, EOF.
+    connection = ctx.session._connection  # noqa: SLF001 - the SDK exposes no public handle
+    hosted.notify_tools_changed = _notifier(connection.send_tool_list_changed)
+
+    async def closed() -> None:
+        idle = anyio.current_time() - hosted.last_used >= host.idle_seconds
+        reason = SessionCloseReason.IDLE if idle else SessionCloseReason.CLIENT_CLOSED
+        await host.close(caller.key, reason)
+
+    connection.exit_stack.push_async_callback(closed)
+
+
+def _notifier(send: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
+    async def notify() -> None:
+        try:
+            await send()
+        except Exception:  # noqa: BLE001 - a client that cannot be told will list again
+            log.info("could not notify a client that its tool list changed")
+
+    return notify
+
+
+def _version() -> str:
+    try:
+        return version("ledgerclaw")
+    except PackageNotFoundError:
+        return "0"

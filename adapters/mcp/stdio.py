@@ -1,0 +1,117 @@
+"""`ledgerclaw mcp serve`: the governed tools over stdio, one process, one session.
+
+For clients that spawn their server. It works whether or not a daemon runs: the process
+hosts its own session and holds that session's claim, so no other process (the daemon's
+recovery included) writes to it. Its pending approvals are listed and decided with the
+same `ledgerclaw approvals` commands: the process serves the control plane on a loopback
+port it registers in the home. Nothing but MCP messages is written to stdout; logs go to
+the home's log file and stderr. Adapter layer.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import uvicorn
+from mcp.server.stdio import stdio_server
+from starlette.applications import Starlette
+
+from adapters.config import Config
+from adapters.daemon.assembly import assemble
+from adapters.daemon.claims import SessionClaims
+from adapters.daemon.control import ControlPlane
+from adapters.daemon.control_methods import control_methods
+from adapters.daemon.host import SessionHost
+from adapters.daemon.host_key import ProofVerifier, load_or_create_host_key
+from adapters.daemon.hosts import register_host
+from adapters.daemon.pairing import TokenAuthenticator
+from adapters.daemon.recovery import recover_orphans
+from adapters.daemon.service import HOST, EmbeddedServer
+from adapters.home import Home, ensure_home
+from adapters.journal.journal import SqliteJournal
+from adapters.mcp.callers import STDIO
+from adapters.mcp.server import build_server
+from adapters.projections.runner import ProjectionRunner
+from projections.registry import ALL_PROJECTIONS
+
+log = logging.getLogger(__name__)
+
+
+async def serve_stdio(home: Home, config: Config) -> int:
+    """Serve one MCP client on stdin/stdout until it disconnects or a signal arrives."""
+    ensure_home(home)
+    started_at = datetime.now(UTC)
+    journal = SqliteJournal(home.database, config.journal)
+    try:
+        runner = ProjectionRunner(
+            home.database, ALL_PROJECTIONS, busy_timeout=float(config.journal.busy_timeout_seconds)
+        )
+        await anyio.to_thread.run_sync(recover_orphans, journal, runner, SessionClaims(home))
+        host, approvals = assemble(home, config, journal)
+
+        def health() -> dict[str, Any]:
+            return {
+                "status": "ok" if host.admitting else "stopping",
+                "kind": "stdio",
+                "pid": os.getpid(),
+                "started_at": started_at.isoformat(),
+                "sessions": len(host.sessions),
+                "calls_in_flight": host.in_flight,
+                "calls_served": host.calls_served,
+                "approvals_pending": len(approvals.listing()),
+            }
+
+        control = ControlPlane(
+            control_methods(health, approvals),
+            ProofVerifier(load_or_create_host_key(home)),
+            TokenAuthenticator(journal).authenticate,
+        )
+        web = EmbeddedServer(
+            uvicorn.Config(
+                Starlette(routes=[control.route("/control")]),
+                host=HOST,
+                port=0,
+                log_config=None,
+                lifespan="off",
+                ws="websockets-sansio",
+            )
+        )
+        server = build_server(host, STDIO)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(web.serve)
+            while not web.started:  # noqa: ASYNC110 - uvicorn offers no event to wait on
+                await anyio.sleep(0.01)
+            port = web.servers[0].sockets[0].getsockname()[1]
+            registration = register_host(home, port, STDIO)
+            try:
+                tasks.start_soon(_stop_on_signal, tasks.cancel_scope, host, config)
+                async with stdio_server() as (read, write):
+                    await server.run(read, write, server.create_initialization_options())
+            finally:
+                registration.close()
+                await _stop(host, float(config.daemon.grace_seconds))
+                web.should_exit = True
+                tasks.cancel_scope.cancel()
+    finally:
+        journal.close()
+    return 0
+
+
+async def _stop(host: SessionHost, grace: float) -> None:
+    with anyio.CancelScope(shield=True):
+        await host.stop(grace)
+
+
+async def _stop_on_signal(scope: anyio.CancelScope, host: SessionHost, config: Config) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+        async for signum in received:
+            log.info("stdio server stopping on %s", signal.Signals(signum).name)
+            await _stop(host, float(config.daemon.grace_seconds))
+            scope.cancel()
+            return

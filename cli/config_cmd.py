@@ -1,0 +1,66 @@
+"""`ledgerclaw config check`: the configuration, checked as a daemon start does; CLI layer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.text import Text
+
+from adapters import wiring
+from adapters.config import CheckedConfig, check_config
+from adapters.home import check_home
+from cli import render
+from cli.common import JSON_OPTION, expected_errors
+from domain.errors import LedgerclawError
+
+config_app = typer.Typer(help="Check the home's configuration files.")
+
+
+@config_app.command("check")
+@expected_errors
+def check(json_output: bool = JSON_OPTION) -> None:
+    """Check config.toml and secrets.toml as `daemon run` does at start-up; start nothing."""
+    home = wiring.current_home()
+    try:
+        checked = check_config(check_home(home).config, home.secrets)
+    except LedgerclawError as failure:
+        if not json_output:
+            raise
+        render.emit_json(
+            {"ok": False, "path": str(home.config), "error": str(failure), "summary": None}
+        )
+        raise typer.Exit(failure.exit_code) from None
+    facts = summary(checked)
+    if json_output:
+        render.emit_json({"ok": True, "path": str(home.config), "error": None, "summary": facts})
+        return
+    found = "" if checked.config_found else " (no file: defaults)"
+    approvals = ", ".join(f"{tool}={mode}" for tool, mode in facts["approval"].items())
+    secrets = facts["secret_values"]
+    lines = [
+        f"config ok: {home.config}{found}",
+        f"  daemon: port {facts['port']}, audience {facts['audience']}",
+        f"  roots: {facts['roots']}",
+        f"  approvals: {approvals or 'defaults'}",
+        f"  approval timeout: {facts['approval_timeout_seconds']}s",
+        f"  inline limit: {facts['inline_limit']} characters",
+        f"  secrets: {'none' if secrets is None else f'{home.secrets}, {secrets} values'}",
+    ]
+    for line in lines:
+        render.out.print(Text(line), soft_wrap=True)
+
+
+def summary(checked: CheckedConfig) -> dict[str, Any]:
+    """The settings an operator checks first, as JSON-ready values."""
+    config = checked.config
+    return {
+        "config_found": checked.config_found,
+        "port": config.daemon.port,
+        "audience": str(config.daemon.audience),
+        "roots": len(config.tools.roots),
+        "approval": {tool: str(mode) for tool, mode in sorted(config.tools.approval.items())},
+        "approval_timeout_seconds": config.tools.approval_timeout_seconds,
+        "inline_limit": config.tools.inline_limit,
+        "secret_values": checked.secret_values,
+    }

@@ -1,0 +1,92 @@
+"""`ledgerclaw daemon run|pair|status` and `ledgerclaw mcp serve`; CLI layer."""
+
+from __future__ import annotations
+
+import anyio
+import typer
+
+from adapters import wiring
+from adapters.config import check_config
+from adapters.daemon.logs import configure_logging
+from adapters.daemon.operator import daemon_status, issue_pairing_code
+from adapters.home import ensure_home
+from cli import render
+from cli.common import JSON_OPTION, expected_errors
+
+daemon_app = typer.Typer(help="Run the daemon, pair devices with it, and ask how it is doing.")
+mcp_app = typer.Typer(help="Serve the governed tools to an MCP client.")
+
+
+@daemon_app.command("run")
+@expected_errors
+def run(
+    port: int | None = typer.Option(
+        None, "--port", min=1, max=65535, help="Listen on this port instead of [daemon] port."
+    ),
+) -> None:
+    """Run the daemon for this home in the foreground until SIGINT or SIGTERM."""
+    from adapters.daemon.service import Daemon  # noqa: PLC0415 - the MCP SDK is slow to import
+
+    home = wiring.current_home()
+    config = check_config(home.config, home.secrets).config
+    ensure_home(home)
+    log_file = configure_logging(home, config.daemon.log_level)
+    daemon = Daemon(home, config, port or config.daemon.port)
+
+    def ready(_daemon: Daemon) -> None:
+        render.err.print(
+            f"ledgerclaw daemon for {home.root} ready on http://127.0.0.1:{daemon.port}"
+            f" (log: {log_file}); stop with Ctrl-C",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    code = anyio.run(daemon.run, ready)
+    raise typer.Exit(code)
+
+
+@daemon_app.command("pair")
+@expected_errors
+def pair(
+    name: str | None = typer.Option(None, "--name", help="The name the new device is listed by."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Ask the running daemon for a single-use pairing code (valid five minutes)."""
+    answer = issue_pairing_code(wiring.current_home(), name)
+    if json_output:
+        render.emit_json(answer)
+        return
+    render.out.print(answer["code"])
+    minutes = max(1, round(answer["expires_in_seconds"] / 60))
+    render.err.print(
+        f"single use, valid {minutes} min: run `ledgerclaw devices pair {answer['code']}`"
+        " on the device (or POST it to /pair)",
+        markup=False,
+        highlight=False,
+    )
+
+
+@daemon_app.command("status")
+@expected_errors
+def status(json_output: bool = JSON_OPTION) -> None:
+    """How the running daemon is doing: sessions, calls, approvals, refusals."""
+    answer = daemon_status(wiring.current_home())
+    if json_output:
+        render.emit_json(answer)
+        return
+    for key, value in answer.items():
+        render.out.print(f"{key:>20}  {value}")
+
+
+@mcp_app.command("serve")
+@expected_errors
+def serve() -> None:
+    """Serve the governed tools over stdio: one process, one journaled session."""
+    from adapters.mcp.stdio import serve_stdio  # noqa: PLC0415 - the MCP SDK is slow to import
+
+    home = wiring.current_home()
+    config = check_config(home.config, home.secrets).config
+    ensure_home(home)
+    configure_logging(home, config.daemon.log_level)
+    raise typer.Exit(anyio.run(serve_stdio, home, config))

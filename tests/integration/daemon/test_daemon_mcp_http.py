@@ -1,0 +1,387 @@
+"""The real daemon as a subprocess, driven by the official MCP client over `/mcp`."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import MCPError
+
+from tests.daemon_harness import (
+    RunningDaemon,
+    cli_json,
+    http_client,
+    run_cli,
+    start_daemon,
+    wait_for,
+    write_config,
+)
+from tests.integration.daemon.journal_view import events, session_ids
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The daemon and the SDK run on asyncio."""
+    return "asyncio"
+
+
+def configure(home: Path, work: Path, *, approval_timeout: int = 20, grace: int = 1) -> None:
+    """Trusted work root, a reviewed `sleep`, writes needing approval, short timeouts."""
+    write_config(
+        home,
+        f"""
+[daemon]
+grace_seconds = {grace}
+projection_interval_seconds = 0.1
+
+[tools]
+roots = [{{ path = "{work}", operations = ["read", "write", "declare_project_scope"] }}]
+approval_timeout_seconds = {approval_timeout}
+
+[tools.approval]
+write_file = "request"
+
+[tools.shell]
+reviewed_safe = ["ls", "sleep", "touch", "cat", "echo"]
+""",
+    )
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    """The trusted work directory, holding one file."""
+    root = tmp_path / "work"
+    root.mkdir()
+    (root / "notes.txt").write_text("alpha\nbeta\ngamma\n")
+    return root.resolve()
+
+
+@pytest.fixture
+def daemon(tmp_path: Path, work: Path) -> Iterator[RunningDaemon]:
+    """A running daemon with one paired device."""
+    home = tmp_path / "home"
+    configure(home, work)
+    running = start_daemon(home)
+    running.pair()
+    yield running
+    running.stop(signal.SIGKILL if running.process.poll() is None else signal.SIGTERM)
+
+
+def text(result: types.CallToolResult) -> str:
+    """The text of a tool result."""
+    return "".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+def meta(result: types.CallToolResult) -> dict[str, Any]:
+    """The ledgerclaw facts of a tool result."""
+    return dict(result.meta or {})
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_client_lists_and_calls_every_first_party_tool(
+    daemon: RunningDaemon, work: Path, mode: str
+) -> None:
+    """Every tool works over /mcp, in both protocol eras, and each call is journaled."""
+    changed: list[object] = []
+
+    async def on_message(message: object) -> None:
+        changed.append(message)
+
+    options = {"message_handler": on_message} if mode == "legacy" else {}
+    async with http_client(daemon, mode=mode, **options) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "find_files" not in names
+        assert {"read_file", "write_file", "shell_execute", "load_tool"} <= names
+        calls = [
+            ("set_working_directory", {"path": str(work)}),
+            ("read_file", {"path": "notes.txt"}),
+            ("list_directory", {"path": str(work)}),
+            ("grep", {"pattern": "beta", "path": str(work)}),
+            ("shell_execute", {"command": "echo hello", "cwd": str(work)}),
+            ("load_tool", {"name": "find_files"}),
+        ]
+        results = {}
+        for name, arguments in calls:
+            result = await client.call_tool(name, arguments)
+            assert not result.is_error, (name, text(result))
+            results[name] = result
+        assert "beta" in text(results["read_file"])
+        assert "notes.txt" in text(results["list_directory"])
+        assert "hello" in text(results["shell_execute"])
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "find_files" in names
+        found = await client.call_tool("find_files", {"pattern": "*.txt", "path": str(work)})
+        assert "notes.txt" in text(found)
+        read = await client.call_tool("read_file", {"path": "notes.txt"})
+        revision = text(read).split("revision: ")[1].split()[0]
+        edit = {"path": "notes.txt", "old_text": "gamma", "new_text": "delta", "revision": revision}
+        edited = await client.call_tool("edit_file", edit)
+        assert not edited.is_error, text(edited)
+        spilled = await client.call_tool("tool_output_read", {"call_id": "mcp_missing"})
+        assert spilled.is_error
+        session_id = meta(read)["ledgerclaw/session_id"]
+    assert "delta" in (work / "notes.txt").read_text()
+    if mode == "legacy":
+        assert any(
+            isinstance(getattr(m, "root", m), types.ToolListChangedNotification) for m in changed
+        )
+    receipts = events(daemon.home, session_id, "session.receipt_recorded")
+    assert len(receipts) >= len(calls) + 3
+    opened = events(daemon.home, session_id, "session.opened")[0]
+    assert opened["client_name"]
+
+
+@pytest.mark.anyio
+async def test_a_denial_and_a_correction_carry_the_instruction(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    """A denied call is a tool error saying why; a correction says what to do instead."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret")
+    async with http_client(daemon) as client:
+        denied = await client.call_tool("read_file", {"path": str(outside)})
+        corrected = await client.call_tool("find_files", {"pattern": "*"})
+        unknown = await client.call_tool("no_such_tool", {})
+    assert denied.is_error
+    assert "outside every trusted root" in text(denied)
+    assert meta(denied)["ledgerclaw/denial"] == "outside_roots"
+    assert corrected.is_error
+    assert "load_tool" in text(corrected)
+    assert meta(corrected)["ledgerclaw/end"] == "corrected"
+    assert unknown.is_error
+
+
+@pytest.mark.anyio
+async def test_the_cli_approves_a_call_while_the_client_waits(
+    daemon: RunningDaemon, work: Path
+) -> None:
+    """A write waits for approval; `approvals approve` from the CLI lets it run."""
+    target = work / "approved.txt"
+    listed: list[Any] = []
+
+    def operator() -> None:
+        wait_for(
+            lambda: bool(cli_json(daemon.home, "approvals", "list")), what="a pending approval"
+        )
+        listed.extend(cli_json(daemon.home, "approvals", "list"))
+        done = run_cli(daemon.home, "approvals", "approve", listed[0]["id"][:12])
+        assert done.returncode == 0, done.stderr
+
+    thread = threading.Thread(target=operator)
+    thread.start()
+    async with http_client(daemon) as client:
+        result = await client.call_tool("write_file", {"path": str(target), "content": "ok\n"})
+    thread.join()
+    assert not result.is_error, text(result)
+    assert target.read_text() == "ok\n"
+    assert listed[0]["tool"] == "write_file"
+    session_id = meta(result)["ledgerclaw/session_id"]
+    [decided] = events(daemon.home, session_id, "session.approval_decided")
+    assert (decided["verdict"], decided["decided_by"]) == ("approved", "cli (local control)")
+    assert cli_json(daemon.home, "approvals", "list") == []
+
+
+@pytest.mark.anyio
+async def test_the_cli_denies_a_pending_call(daemon: RunningDaemon, work: Path) -> None:
+    """A denied approval never runs the call; the client hears it was rejected."""
+    target = work / "denied.txt"
+
+    def operator() -> None:
+        wait_for(
+            lambda: bool(cli_json(daemon.home, "approvals", "list")), what="a pending approval"
+        )
+        pending = cli_json(daemon.home, "approvals", "list")
+        assert run_cli(daemon.home, "approvals", "deny", pending[0]["id"]).returncode == 0
+
+    thread = threading.Thread(target=operator)
+    thread.start()
+    async with http_client(daemon) as client:
+        result = await client.call_tool("write_file", {"path": str(target), "content": "x"})
+    thread.join()
+    assert result.is_error
+    assert meta(result)["ledgerclaw/denial"] == "approval_rejected"
+    assert not target.exists()
+
+
+def test_approving_an_unknown_id_is_a_clear_error(daemon: RunningDaemon) -> None:
+    """No pending approval matches: exit 6 and one line, no trace."""
+    done = run_cli(daemon.home, "approvals", "approve", "att_nothing")
+    assert done.returncode == 6
+    assert "matches no pending approval" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.anyio
+async def test_an_unanswered_approval_times_out_and_is_journaled(
+    tmp_path: Path, work: Path
+) -> None:
+    """No answer within the timeout: the call is denied as expired, and nothing ran."""
+    home = tmp_path / "home"
+    configure(home, work, approval_timeout=1)
+    daemon = start_daemon(home)
+    try:
+        daemon.pair()
+        target = work / "late.txt"
+        async with http_client(daemon) as client:
+            result = await client.call_tool("write_file", {"path": str(target), "content": "x"})
+        assert result.is_error
+        assert meta(result)["ledgerclaw/denial"] == "approval_expired"
+        assert not target.exists()
+        session_id = meta(result)["ledgerclaw/session_id"]
+        [decided] = events(home, session_id, "session.approval_decided")
+        assert (decided["verdict"], decided["decided_by"]) == ("expired", "timeout")
+        assert events(home, session_id, "session.approval_requested")
+    finally:
+        assert daemon.stop() == 0
+
+
+@pytest.mark.anyio
+async def test_a_revoked_token_is_refused_mid_session(daemon: RunningDaemon) -> None:
+    """After `devices revoke`, the device's next request gets 401 and its session closes."""
+    async with http_client(daemon, mode="legacy") as client:
+        first = await client.call_tool("list_directory", {"path": str(daemon.home.parent)})
+        session_id = meta(first)["ledgerclaw/session_id"]
+        device = cli_json(daemon.home, "devices", "list")[0]["device_id"]
+        assert run_cli(daemon.home, "devices", "revoke", device).returncode == 0
+        with pytest.raises(MCPError):
+            await client.list_tools()
+    assert cli_json(daemon.home, "devices", "list")[0]["status"] == "revoked"
+    assert daemon.health()["unauthorized"] >= 1
+    wait_for(
+        lambda: bool(events(daemon.home, session_id, "session.closed")), what="the session to close"
+    )
+    assert events(daemon.home, session_id, "session.closed")[0]["reason"] == "revoked"
+
+
+@pytest.mark.anyio
+async def test_requests_without_a_valid_token_get_401(daemon: RunningDaemon) -> None:
+    """No token and a wrong token are both refused and counted."""
+    before = daemon.health()["unauthorized"]
+    for token in ("", "dev_00000000000000000000000000000000." + "x" * 40):
+        with pytest.raises(Exception):  # noqa: B017, PT011 - the SDK wraps the 401 in a group
+            async with http_client(daemon, token=token or "none") as client:
+                await client.list_tools()
+    assert daemon.health()["unauthorized"] >= before + 2
+
+
+def test_a_pairing_code_is_single_use(daemon: RunningDaemon) -> None:
+    """A code works once; its reuse is refused with a clear message."""
+    code = cli_json(daemon.home, "daemon", "pair")["code"]
+    assert run_cli(daemon.home, "devices", "pair", code).returncode == 0
+    again = run_cli(daemon.home, "devices", "pair", code)
+    assert again.returncode != 0
+    assert "not valid" in again.stderr
+    assert "Traceback" not in again.stderr
+
+
+def test_an_expired_pairing_code_is_refused(tmp_path: Path, work: Path) -> None:
+    """A code past its lifetime is refused and names the command for a new one."""
+    home = tmp_path / "home"
+    configure(home, work)
+    (home / "config.toml").write_text(
+        (home / "config.toml").read_text().replace("[tools]", "pairing_code_seconds = 1\n\n[tools]")
+    )
+    daemon = start_daemon(home)
+    try:
+        code = cli_json(home, "daemon", "pair")["code"]
+        time.sleep(1.5)
+        done = run_cli(home, "devices", "pair", code)
+        assert done.returncode != 0
+        assert "expired" in done.stderr
+        assert "ledgerclaw daemon pair" in done.stderr
+    finally:
+        assert daemon.stop() == 0
+
+
+def test_a_second_daemon_on_the_same_home_exits_naming_the_first(daemon: RunningDaemon) -> None:
+    """The lock refuses a second start with the running pid; the first keeps serving."""
+    done = run_cli(daemon.home, "daemon", "run", "--port", str(daemon.port + 1))
+    assert done.returncode == 3
+    assert f"pid {daemon.process.pid}" in done.stderr
+    assert daemon.health()["status"] == "ok"
+
+
+@pytest.mark.anyio
+async def test_sigterm_during_a_long_call_records_the_reason_and_exits_0(
+    daemon: RunningDaemon, work: Path
+) -> None:
+    """SIGTERM: the long call is cancelled after the grace period, the run ends `shutdown`."""
+    outcome: dict[str, Any] = {}
+
+    async def long_call() -> None:
+        async with http_client(daemon) as client:
+            try:
+                result = await client.call_tool(
+                    "shell_execute", {"command": "sleep 30", "cwd": str(work)}
+                )
+                outcome["result"] = result
+            except Exception as error:  # noqa: BLE001 - the daemon may go before answering
+                outcome["error"] = error
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(long_call)
+        await anyio.to_thread.run_sync(
+            lambda: wait_for(lambda: daemon.health()["calls_in_flight"] == 1, what="the call")
+        )
+        started = time.monotonic()
+        status = await anyio.to_thread.run_sync(daemon.stop)
+        elapsed = time.monotonic() - started
+    assert status == 0
+    assert elapsed < 20
+    [session_id] = session_ids(daemon.home)
+    [receipt] = events(daemon.home, session_id, "session.receipt_recorded")
+    assert receipt["outcome"] == "cancelled"
+    [ended] = events(daemon.home, session_id, "session.run_ended")
+    assert ended["reason"] == "shutdown"
+    [closed] = events(daemon.home, session_id, "session.closed")
+    assert closed["reason"] == "daemon_stopped"
+    replay = run_cli(daemon.home, "session", "replay", session_id)
+    assert "reason=shutdown" in replay.stdout
+
+
+@pytest.mark.anyio
+async def test_kill_9_during_a_call_then_restart_marks_it_unknown_and_never_reruns(
+    daemon: RunningDaemon, work: Path
+) -> None:
+    """A crash mid-call: at restart the attempt is `unknown`, the run `crashed`, no re-run."""
+    marker = work / "ran.marker"
+    command = f"touch {marker} && sleep 30"
+
+    async def doomed_call() -> None:
+        try:
+            async with http_client(daemon) as client:
+                await client.call_tool("shell_execute", {"command": command, "cwd": str(work)})
+        except Exception:  # noqa: BLE001, S110 - the daemon is killed under it
+            pass
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(doomed_call)
+        await anyio.to_thread.run_sync(lambda: wait_for(marker.exists, what="the call to start"))
+        daemon.stop(signal.SIGKILL)
+        tasks.cancel_scope.cancel()
+    touched = marker.stat().st_mtime_ns
+    restarted = start_daemon(daemon.home, daemon.port)
+    try:
+        assert restarted.health()["recovered_sessions"] == 1
+        [session_id] = session_ids(daemon.home)
+        [unknown] = events(daemon.home, session_id, "session.attempt_outcome_unknown")
+        assert "crashed" in unknown["reason"]
+        assert events(daemon.home, session_id, "session.run_ended")[0]["reason"] == "crashed"
+        assert events(daemon.home, session_id, "session.closed")[0]["reason"] == "crashed"
+        assert len(events(daemon.home, session_id, "session.attempt_started")) == 1
+        assert events(daemon.home, session_id, "session.receipt_recorded") == []
+        time.sleep(0.5)
+        assert marker.stat().st_mtime_ns == touched
+        replay = run_cli(daemon.home, "session", "replay", session_id)
+        assert "attempt_outcome_unknown" in replay.stdout
+        assert "reason=crashed" in replay.stdout
+    finally:
+        assert restarted.stop() == 0
