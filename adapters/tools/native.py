@@ -14,6 +14,7 @@ import anyio
 from pydantic import ValidationError
 
 from adapters import wiring
+from adapters.daemon.claims import SessionClaims
 from adapters.errors import InvalidToolCallError
 from adapters.home import Home
 from adapters.journal.writer import SessionWriter
@@ -98,8 +99,14 @@ def call_tool(
         raise InvalidToolCallError(msg) from None
     session_id = None if session is None else wiring.open_reader(home).resolve_session(session)
     journal = wiring.open_journal(home)
+    claims = SessionClaims(home)
+    # A named session is claimed for the call, so no daemon recovers it as orphaned meanwhile
+    # and no other host writes it; a new session is claimed as soon as it has an id.
+    claim = None if session_id is None else claims.claim(session_id)
     try:
         run = begin_run(journal, home.root, session_id)
+        if claim is None:
+            claim = claims.claim(run.session_id)
         approver: Approver | None = None
         if approve:
             approver = StandingApprover(ApprovalVerdict.APPROVED, "cli --approve")
@@ -119,5 +126,7 @@ def call_tool(
         finally:
             end_run(journal, run, reason)
     finally:
+        if claim is not None:
+            claim.release()
         journal.close()
     return NativeCall(session_id=run.session_id, run_id=str(run.run_id), result=result)
