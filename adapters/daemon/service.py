@@ -39,6 +39,7 @@ from adapters.daemon.control_methods import control_methods
 from adapters.daemon.host import SessionHost
 from adapters.daemon.host_key import ProofVerifier, load_or_create_host_key
 from adapters.daemon.lock import DaemonLock
+from adapters.daemon.loopback import LoopbackOnly
 from adapters.daemon.pairing import PairingCodes, TokenAuthenticator
 from adapters.daemon.recovery import recover_orphans
 from adapters.home import Home, ensure_home
@@ -200,7 +201,9 @@ class Daemon:
         async def lifespan(_app: Starlette) -> AsyncIterator[None]:
             yield
 
-        return Starlette(routes=routes, lifespan=lifespan), manager, guard
+        app = Starlette(routes=routes, lifespan=lifespan)
+        app.add_middleware(LoopbackOnly)
+        return app, manager, guard
 
     def health(self) -> dict[str, Any]:
         """What `/healthz` and `daemon status` report."""

@@ -385,3 +385,24 @@ async def test_kill_9_during_a_call_then_restart_marks_it_unknown_and_never_reru
         assert "reason=crashed" in replay.stdout
     finally:
         assert restarted.stop() == 0
+
+
+def test_foreign_host_names_and_origins_are_refused(daemon: RunningDaemon) -> None:
+    """DNS rebinding: a foreign Host gets 421; a cross-site WebSocket to /control is closed."""
+    import urllib.error  # noqa: PLC0415
+    import urllib.request  # noqa: PLC0415
+
+    from websockets.exceptions import InvalidStatus  # noqa: PLC0415
+    from websockets.sync.client import connect  # noqa: PLC0415
+
+    foreign = urllib.request.Request(
+        f"http://127.0.0.1:{daemon.port}/healthz", headers={"Host": "evil.example"}
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(foreign, timeout=5)  # noqa: S310 - loopback
+    assert refused.value.code == 421
+    refused.value.close()
+    url = f"ws://127.0.0.1:{daemon.port}/control"
+    with pytest.raises(InvalidStatus) as closed:
+        connect(url, origin="https://evil.example", proxy=None, open_timeout=5)  # type: ignore[arg-type]
+    assert closed.value.response.status_code == 403
