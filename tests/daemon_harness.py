@@ -1,7 +1,8 @@
-"""A real daemon as a subprocess on a free loopback port, and real MCP clients for it."""
+"""Real ledgerclaw servers as subprocesses (the daemon, `mcp serve`) and real MCP clients."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -17,11 +18,30 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import mcp_types as types
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client as stdio_transport
 from mcp.client.streamable_http import streamable_http_client
 
+from adapters.daemon.control_client import call_daemon
+from adapters.daemon.hosts import HostEntry, live_hosts
+from adapters.home import Home
+
 CLI = [sys.executable, "-m", "cli"]
+_STDIO_LOGS = itertools.count()
 START_TIMEOUT = 30.0
+RECORD_EXIT = (
+    "import pathlib, subprocess, sys\n"
+    "code = subprocess.call(sys.argv[2:])\n"
+    "pathlib.Path(sys.argv[1]).write_text(str(code))\n"
+    "sys.exit(code if code >= 0 else 128 - code)\n"
+)
+"""Runs a command with the inherited stdio and writes its exit status to a file.
+
+The SDK's stdio transport owns and reaps the process it spawns without exposing its exit
+status; putting this between them keeps the status while the client talks to the real
+server over the same pipes.
+"""
 
 
 def free_port() -> int:
@@ -98,6 +118,40 @@ def write_config(home: Path, text: str) -> None:
     (home / "config.toml").write_text(text)
 
 
+def write_governed_config(
+    home: Path, work: Path, *, approval_timeout: int = 20, grace: int = 1
+) -> None:
+    """Trusted work root, reviewed `ls sleep touch cat echo`, writes needing approval."""
+    write_config(
+        home,
+        f"""
+[daemon]
+grace_seconds = {grace}
+projection_interval_seconds = 0.1
+
+[tools]
+roots = [{{ path = "{work}", operations = ["read", "write", "declare_project_scope"] }}]
+approval_timeout_seconds = {approval_timeout}
+
+[tools.approval]
+write_file = "request"
+
+[tools.shell]
+reviewed_safe = ["ls", "sleep", "touch", "cat", "echo"]
+""",
+    )
+
+
+def result_text(result: types.CallToolResult) -> str:
+    """The text of a tool result."""
+    return "".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+def result_meta(result: types.CallToolResult) -> dict[str, Any]:
+    """The ledgerclaw facts of a tool result (`ledgerclaw/session_id`, `.../end`, ...)."""
+    return dict(result.meta or {})
+
+
 def start_daemon(home: Path, port: int | None = None) -> RunningDaemon:
     """Start `ledgerclaw daemon run` for `home` and wait until `/healthz` answers."""
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -156,16 +210,40 @@ async def http_client(
 
 
 @asynccontextmanager
-async def stdio_client(home: Path, mode: str = "auto", **options: Any) -> AsyncIterator[Client]:
-    """An official MCP client that spawns `ledgerclaw mcp serve` for `home`."""
+async def stdio_client(
+    home: Path, mode: str = "auto", *, exit_status: Path | None = None, **options: Any
+) -> AsyncIterator[Client]:
+    """An official MCP client that spawns `ledgerclaw mcp serve` for `home`.
+
+    The server's stderr goes to `stdio-<n>.err` beside the home. With `exit_status`, the
+    server's exit status is written to that file once it exits (see RECORD_EXIT).
+    """
+    serve = [*CLI, "mcp", "serve"]
+    argv = (
+        serve
+        if exit_status is None
+        else [sys.executable, "-c", RECORD_EXIT, str(exit_status), *serve]
+    )
     params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "cli", "mcp", "serve"],
+        command=argv[0],
+        args=argv[1:],
         env={
             "LEDGERCLAW_HOME": str(home),
             "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
         },
         cwd=str(Path.cwd()),
     )
-    async with Client(params, mode=mode, **options) as client:
-        yield client
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with (home.parent / f"stdio-{next(_STDIO_LOGS)}.err").open("w") as errlog:
+        async with Client(stdio_transport(params, errlog=errlog), mode=mode, **options) as client:
+            yield client
+
+
+def stdio_hosts(home: Path) -> list[HostEntry]:
+    """Every live `mcp serve` process registered in `home`, with its control port."""
+    return [entry for entry in live_hosts(Home(home)) if entry.kind == "stdio"]
+
+
+def host_status(home: Path, entry: HostEntry) -> dict[str, Any]:
+    """The `status` answer of one registered host's control plane."""
+    return call_daemon(Home(home), "status", {}, port=entry.port)

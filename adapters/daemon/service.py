@@ -34,12 +34,13 @@ from adapters.daemon.approvals import PendingApprovals
 from adapters.daemon.assembly import assemble
 from adapters.daemon.bearer import BearerGuard
 from adapters.daemon.claims import SessionClaims
-from adapters.daemon.control import ControlPlane, pair_route
+from adapters.daemon.control import ControlPlane
 from adapters.daemon.control_methods import control_methods
 from adapters.daemon.host import SessionHost
 from adapters.daemon.host_key import ProofVerifier, load_or_create_host_key
 from adapters.daemon.lock import DaemonLock
 from adapters.daemon.loopback import LoopbackOnly
+from adapters.daemon.pair_route import pair_route
 from adapters.daemon.pairing import PairingCodes, TokenAuthenticator
 from adapters.daemon.recovery import recover_orphans
 from adapters.home import Home, ensure_home

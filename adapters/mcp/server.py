@@ -21,6 +21,7 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ToolsListChanged
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from adapters.daemon.host import Caller, HostedSession, NotAdmittingError, SessionHost
 from adapters.mcp.callers import caller_of, has_connection
@@ -131,8 +132,13 @@ def _attach(
     host: SessionHost,
     bus: InMemorySubscriptionBus,
 ) -> None:
-    """Wire a newly opened session to its connection: notifications and closing."""
-    if not has_connection(caller):
+    """Wire a newly opened session to its connection: notifications and closing.
+
+    A stateless-era request brings a fresh connection each time (over stdio too), so its
+    teardown says nothing about the client: such sessions learn of tool changes through
+    `subscriptions/listen` and end with the process or after the idle period.
+    """
+    if not has_connection(caller) or ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
 
         async def publish() -> None:
             await bus.publish(ToolsListChanged())

@@ -6,6 +6,9 @@ recovery included) writes to it. Its pending approvals are listed and decided wi
 same `ledgerclaw approvals` commands: the process serves the control plane on a loopback
 port it registers in the home. Nothing but MCP messages is written to stdout; logs go to
 the home's log file and stderr. Adapter layer.
+
+SIGINT and SIGTERM stop it while the client still holds stdin open: stdin is read by a
+daemon thread (adapters/mcp/stdin.py), so no blocked read keeps the process alive.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from adapters.daemon.control_methods import control_methods
 from adapters.daemon.host import SessionHost
 from adapters.daemon.host_key import ProofVerifier, load_or_create_host_key
 from adapters.daemon.hosts import register_host
+from adapters.daemon.loopback import LoopbackOnly
 from adapters.daemon.pairing import TokenAuthenticator
 from adapters.daemon.recovery import recover_orphans
 from adapters.daemon.service import HOST, EmbeddedServer
@@ -37,7 +41,9 @@ from adapters.home import Home, ensure_home
 from adapters.journal.journal import SqliteJournal
 from adapters.mcp.callers import STDIO
 from adapters.mcp.server import build_server
+from adapters.mcp.stdin import StdinLines, stdin_claimed
 from adapters.projections.runner import ProjectionRunner
+from domain.session.values import SessionCloseReason
 from projections.registry import ALL_PROJECTIONS
 
 log = logging.getLogger(__name__)
@@ -74,7 +80,7 @@ async def serve_stdio(home: Home, config: Config) -> int:
         )
         web = EmbeddedServer(
             uvicorn.Config(
-                Starlette(routes=[control.route("/control")]),
+                LoopbackOnly(Starlette(routes=[control.route("/control")])),
                 host=HOST,
                 port=0,
                 log_config=None,
@@ -91,8 +97,15 @@ async def serve_stdio(home: Home, config: Config) -> int:
             registration = register_host(home, port, STDIO)
             try:
                 tasks.start_soon(_stop_on_signal, tasks.cancel_scope, host, config)
-                async with stdio_server() as (read, write):
-                    await server.run(read, write, server.create_initialization_options())
+                with stdin_claimed() as wire:
+                    stdin = StdinLines(wire)
+                    stdin.start()
+                    async with stdio_server(stdin=stdin) as (read, write):
+                        await server.run(read, write, server.create_initialization_options())
+                # stdin ended: the client went away. A handshake-era connection closes the
+                # session itself as it ends; modern-era requests share no connection that
+                # ends with the client. Closing twice is harmless.
+                await host.close(STDIO, SessionCloseReason.CLIENT_CLOSED)
             finally:
                 registration.close()
                 await _stop(host, float(config.daemon.grace_seconds))

@@ -106,9 +106,12 @@ def test_recovery_settles_orphans_and_leaves_hosted_sessions_alone(tmp_path: Pat
     finished = SessionId.new()
     journal.open_session(finished, "cli:done", SessionKind.MAIN, Audience.PERSONAL)
     run = RunId.new()
-    journal.update_session(
-        finished, lambda s: (s.start_run(run), s.end_run(run, RunEndReason.NATURAL))
-    )
+
+    def finish(session: Session) -> None:
+        session.start_run(run)
+        session.end_run(run, RunEndReason.NATURAL)
+
+    journal.update_session(finished, finish)
     process = holder(tmp_path, hosted)
     try:
         runner = ProjectionRunner(home.database, ALL_PROJECTIONS)

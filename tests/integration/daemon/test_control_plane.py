@@ -24,7 +24,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 from websockets.sync.connection import Connection
 
-from adapters.daemon.control import ControlPlane, error_code, pair_route
+from adapters.daemon.control import ControlPlane, error_code
 from adapters.daemon.control_client import (
     ControlError,
     DaemonNotRespondingError,
@@ -33,6 +33,7 @@ from adapters.daemon.control_client import (
     exchange_pairing_code,
 )
 from adapters.daemon.host_key import ProofVerifier, load_or_create_host_key, sign_proof
+from adapters.daemon.pair_route import pair_route
 from adapters.daemon.pairing import (
     PairingCodeExpiredError,
     PairingCodeInvalidError,

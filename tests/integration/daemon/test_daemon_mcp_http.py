@@ -95,7 +95,7 @@ async def test_a_client_lists_and_calls_every_first_party_tool(
     async def on_message(message: object) -> None:
         changed.append(message)
 
-    options = {"message_handler": on_message} if mode == "legacy" else {}
+    options: dict[str, Any] = {"message_handler": on_message} if mode == "legacy" else {}
     async with http_client(daemon, mode=mode, **options) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert "find_files" not in names
