@@ -201,9 +201,13 @@ class SessionHost:
 
     def tools_for(self, hosted: HostedSession) -> list[ToolDefinition]:
         """The tools this session's next request can see: its policy-visible, loaded set."""
-        loaded = self.journal.session(hosted.session_id).loaded_tools
+        loaded = self._loaded(hosted)
         views = self.dispatcher.views(hosted.run.audience, loaded)
         return [d for d in self.dispatcher.tools.registry if views[d.name].in_request]
+
+    def _loaded(self, hosted: HostedSession) -> frozenset[str]:
+        """The session's loaded tools, from the journal's kept copy (this process writes it)."""
+        return self.journal.read_session(hosted.session_id, lambda s: s.loaded_tools)
 
     async def call(self, hosted: HostedSession, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Run one call in the session's turn, within the global budget."""
@@ -213,12 +217,12 @@ class SessionHost:
         try:
             async with hosted.turn, self.budget:
                 hosted.last_used = anyio.current_time()
-                before = self.journal.session(hosted.session_id).loaded_tools
+                before = self._loaded(hosted)
                 request = ToolCallRequest(
                     call_id=CallId(f"mcp_{secrets.token_hex(8)}"), name=name, arguments=arguments
                 )
                 result = await self._cancellable(hosted, request)
-                after = self.journal.session(hosted.session_id).loaded_tools
+                after = self._loaded(hosted)
             if after != before and hosted.notify_tools_changed is not None:
                 await hosted.notify_tools_changed()
             return result

@@ -294,6 +294,20 @@ class EventJournal:
             return load(), True
         return kept, False  # type: ignore[return-value]  # a stream always holds one aggregate type
 
+    def read_session(self, session_id: SessionId, view: Callable[[Session], T]) -> T:
+        """`view` of the session as this process last saved it, else as stored; no replay.
+
+        For a session only this process writes (a hosted session, held by its claim) the kept
+        copy is the stored state, so this costs no read at all. `view` must not change it.
+        """
+        stream_id = session_id.as_uuid()
+        with self._lock_for(stream_id):
+            aggregate, _ = self._checkout(stream_id, lambda: self.session(session_id))
+            try:
+                return view(aggregate)
+            finally:
+                self._checkin(stream_id, aggregate)
+
     def is_kept(self, stream_id: UUID) -> bool:
         """Whether an update of this stream starts from a copy in memory (no read needed)."""
         with self._locks_guard:

@@ -115,10 +115,19 @@ def build_server(host: SessionHost, transport: str) -> GovernedServer:
             hosted.elicitor = None
         return result_of(result, str(hosted.session_id))
 
+    registry = host.dispatcher.tools.registry
+
+    def input_schema(name: str) -> dict[str, Any] | None:
+        # The SDK checks a stateless-era call's parameter header against the tool's schema;
+        # without this it would list every tool before each call. Schemas are the same for
+        # every caller; whether this caller may use the tool is decided in the pipeline.
+        return dict(registry.get(name).parameters) if name in registry else None
+
     return GovernedServer(
         SERVER_NAME,
         version=_version(),
         instructions=INSTRUCTIONS,
+        get_tool_input_schema=input_schema,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
         on_subscriptions_listen=ListenHandler(bus),
