@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -26,6 +27,10 @@ MIN_PREFIX = 4
 
 Elicitor = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | None]]
 """Asks the client behind a session; None when it declined to answer."""
+
+CALL_ELICITOR: ContextVar[Elicitor | None] = ContextVar("ledgerclaw_call_elicitor", default=None)
+"""The elicitor of the request being served, set around one call: concurrent calls of one
+session each ask their own request's client."""
 
 
 class UnknownApprovalError(LedgerclawError):
@@ -71,7 +76,6 @@ class PendingApprovals:
         self.elicitor_for: Callable[[SessionId], Elicitor | None] = elicitor_for or (
             lambda _session: None
         )
-        self.on_change: Callable[[], None] = lambda: None
 
     def available(self) -> bool:
         """The command line can always be asked while the daemon runs."""
@@ -81,11 +85,10 @@ class PendingApprovals:
         """Wait for the first answer; the dispatcher's timeout cancels the wait."""
         pending = Pending(request, datetime.now(UTC))
         self._pending[pending.approval_id] = pending
-        self.on_change()
         log.info(
             "approval %s pending: %s %s", pending.approval_id, request.tool_name, request.summary
         )
-        elicitor = self.elicitor_for(request.session_id)
+        elicitor = CALL_ELICITOR.get() or self.elicitor_for(request.session_id)
         try:
             async with anyio.create_task_group() as tasks:
                 if elicitor is not None:
@@ -94,7 +97,6 @@ class PendingApprovals:
                 tasks.cancel_scope.cancel()
         finally:
             self._pending.pop(pending.approval_id, None)
-            self.on_change()
         return pending.answer
 
     async def _elicit(self, pending: Pending, elicitor: Elicitor) -> None:

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 from adapters import wiring
 from adapters.config import Config
-from adapters.daemon.approvals import Elicitor, PendingApprovals
+from adapters.daemon.approvals import PendingApprovals
 from adapters.daemon.claims import SessionClaims
 from adapters.daemon.host import SessionHost
 from adapters.home import Home
 from adapters.journal.journal import EventJournal
 from adapters.journal.writer import SessionWriter
 from adapters.tools.dispatcher import Dispatcher
-from domain.ids import SessionId
 
 
 def assemble(
@@ -38,10 +37,4 @@ def assemble(
         max_concurrent_calls=settings.max_concurrent_calls,
         idle_seconds=float(settings.idle_timeout_seconds),
     )
-
-    def elicitor_for(session_id: SessionId) -> Elicitor | None:
-        hosted = host.by_session_id(session_id)
-        return hosted.elicitor if hosted is not None else None
-
-    approvals.elicitor_for = elicitor_for
     return host, approvals

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
+import anyio.to_thread
 import orjson
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
@@ -52,7 +53,9 @@ class BearerGuard:
             await self._refuse(send, "a device token is required: Authorization: Bearer TOKEN")
             return
         try:
-            device = self.authenticate(token)
+            # The registry is read (and a device's last sighting written) off the event loop:
+            # a journal busy in another process must not stall every other request.
+            device = await anyio.to_thread.run_sync(self.authenticate, token)
         except DeviceError as error:
             await self._refuse(send, str(error), invalid=True)
             parts = split_token(token)

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from adapters.errors import HomeError
 from adapters.home import Home
 from domain.errors import LedgerclawError
 from domain.ids import SessionId
@@ -60,10 +61,14 @@ class SessionClaims:
 
     def try_claim(self, session_id: SessionId) -> Claim | None:
         """The claim on `session_id` if no live process holds it, else None."""
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         path = self.directory / f"{session_id}.lock"
         while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            except OSError as error:
+                msg = f"cannot claim sessions in {self.directory}: {error.strerror or error}"
+                raise HomeError(msg) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

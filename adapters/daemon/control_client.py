@@ -17,6 +17,7 @@ from websockets.sync.client import connect
 from websockets.sync.connection import Connection
 
 from adapters.daemon.host_key import load_host_key, sign_proof
+from adapters.daemon.lock import is_daemon_running
 from adapters.daemon.pairing import PairingCodeExpiredError, PairingCodeInvalidError
 from adapters.daemon.state import read_daemon_state
 from adapters.home import Home
@@ -56,7 +57,9 @@ class ControlError(LedgerclawError):
 def daemon_port(home: Home) -> int:
     """The port of the daemon running for `home`, from its state file."""
     state = read_daemon_state(home)
-    if state is None:
+    # The state outlives a killed daemon: trust its port only while its lock is held, so a
+    # signed proof is never sent to whatever listens on a dead daemon's port.
+    if state is None or not is_daemon_running(home):
         raise _not_running(home)
     return state.port
 

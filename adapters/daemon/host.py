@@ -19,7 +19,6 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from adapters.daemon.approvals import Elicitor
 from adapters.daemon.claims import Claim, SessionClaims
 from adapters.fs.envelope import Envelope, bind_envelope, envelope_root
 from adapters.journal.journal import EventJournal
@@ -36,9 +35,13 @@ log = logging.getLogger(__name__)
 
 
 class NotAdmittingError(LedgerclawError):
-    """The daemon is stopping; it admits no new calls or sessions."""
+    """The daemon is stopping, or the session is closing: the call was not admitted."""
 
     exit_code = 1
+
+
+CLOSE_WAIT_SECONDS = 10.0
+"""How long closing a session waits for its cancelled calls to record their end."""
 
 
 @dataclass(frozen=True)
@@ -66,15 +69,20 @@ class HostedSession:
     device_id: str | None = None
     last_used: float = field(default_factory=anyio.current_time)
     turn: anyio.Lock = field(default_factory=anyio.Lock)
-    in_flight: int = 0
+    calls: set[anyio.CancelScope] = field(default_factory=set)
+    """The calls running or waiting for their turn; closing cancels them."""
     closed: bool = False
     notify_tools_changed: Callable[[], Awaitable[None]] | None = None
-    elicitor: Elicitor | None = None
 
     @property
     def session_id(self) -> SessionId:
         """The journaled session's id."""
         return self.run.session_id
+
+    @property
+    def in_flight(self) -> int:
+        """Calls running or waiting in this session."""
+        return len(self.calls)
 
 
 def _open(host: SessionHost, caller: Caller) -> tuple[RunScope, Claim]:
@@ -171,14 +179,33 @@ class SessionHost:
         return None
 
     async def close(self, key: str, reason: SessionCloseReason) -> None:
-        """Close the session for `key` in the journal and release its claim."""
+        """Close the session for `key`: cancel its calls, journal the close, drop its claim.
+
+        Calls still waiting for their turn are refused; a running call is cancelled and
+        records its `cancelled` receipt before the session's close is written. If the
+        close cannot be written (a busy journal), the claim is released all the same and
+        recovery closes the session at the next start.
+        """
         hosted = self.sessions.pop(key, None)
         if hosted is None or hosted.closed:
             return
         hosted.closed = True
         with anyio.CancelScope(shield=True):
+            for scope in list(hosted.calls):
+                scope.cancel()
+            with anyio.move_on_after(CLOSE_WAIT_SECONDS):
+                while hosted.calls:  # noqa: ASYNC110 - calls end in their own tasks
+                    await anyio.sleep(0.02)
             try:
                 await self.dispatcher.writer.update(hosted.session_id, lambda s: s.close(reason))
+            except LedgerclawError as error:
+                log.error(  # noqa: TRY400 - an expected failure; its message says it all
+                    "session %s could not be closed (%s): %s; it is closed at the next start",
+                    hosted.session_id,
+                    reason,
+                    error,
+                )
+                return
             finally:
                 hosted.claim.release()
         log.info("session %s closed: %s", hosted.session_id, reason)
@@ -210,46 +237,57 @@ class SessionHost:
         return self.journal.read_session(hosted.session_id, lambda s: s.loaded_tools)
 
     async def call(self, hosted: HostedSession, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """Run one call in the session's turn, within the global budget."""
-        if not self.admitting:
-            raise NotAdmittingError("the daemon is stopping and admits no new calls")
-        hosted.in_flight += 1
-        try:
-            async with hosted.turn, self.budget:
-                hosted.last_used = anyio.current_time()
-                before = self._loaded(hosted)
-                request = ToolCallRequest(
-                    call_id=CallId(f"mcp_{secrets.token_hex(8)}"), name=name, arguments=arguments
-                )
-                result = await self._cancellable(hosted, request)
-                after = self._loaded(hosted)
-            if after != before and hosted.notify_tools_changed is not None:
-                await hosted.notify_tools_changed()
-            return result
-        finally:
-            hosted.in_flight -= 1
-            hosted.last_used = anyio.current_time()
-            self.calls_served += 1
+        """Run one call in the session's turn, within the global budget.
 
-    async def _cancellable(self, hosted: HostedSession, request: ToolCallRequest) -> ToolResult:
+        A call waits for its session's earlier calls and for room in the budget; it is
+        admitted again after waiting, so nothing starts once the session is closing or the
+        daemon stopping. Closing or stopping cancels it, and it then raises
+        NotAdmittingError (a call that had started has its `cancelled` receipt by then).
+        """
+        self._admit(hosted)
+        request = ToolCallRequest(
+            call_id=CallId(f"mcp_{secrets.token_hex(8)}"), name=name, arguments=arguments
+        )
         result: ToolResult | None = None
+        changed = False
         with anyio.CancelScope() as scope:
+            hosted.calls.add(scope)
             self._calls.add(scope)
             try:
-                result = await self.dispatcher.call(hosted.run, request)
+                async with hosted.turn, self.budget:
+                    self._admit(hosted)
+                    hosted.last_used = anyio.current_time()
+                    before = self._loaded(hosted)
+                    result = await self.dispatcher.call(hosted.run, request)
+                    changed = self._loaded(hosted) != before
             finally:
+                hosted.calls.discard(scope)
                 self._calls.discard(scope)
+                hosted.last_used = anyio.current_time()
         if result is None:
-            raise NotAdmittingError(
-                "the daemon stopped before the call finished; it was cancelled and recorded"
+            msg = (
+                "the call was cancelled because its session closed or the daemon stopped;"
+                " if it had started, its end is recorded as cancelled"
             )
+            raise NotAdmittingError(msg)
+        self.calls_served += 1
+        if changed and hosted.notify_tools_changed is not None:
+            await hosted.notify_tools_changed()
         return result
+
+    def _admit(self, hosted: HostedSession) -> None:
+        if not self.admitting:
+            msg = "the daemon is stopping and admits no new calls"
+            raise NotAdmittingError(msg)
+        if hosted.closed:
+            msg = f"session {hosted.session_id} is closed; connect again for a new session"
+            raise NotAdmittingError(msg)
 
     # -- stopping --------------------------------------------------------------------------
 
     @property
     def in_flight(self) -> int:
-        """Calls running now, across all sessions."""
+        """Calls running or waiting for their turn, across all sessions."""
         return len(self._calls)
 
     async def stop(self, grace_seconds: float) -> int:

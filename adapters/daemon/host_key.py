@@ -81,11 +81,12 @@ def load_host_key(home: Home) -> bytes:
     except OSError as error:
         msg = f"cannot open host key {path}: {error.strerror or error}"
         raise HostKeyError(msg) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        msg = f"host key {path} is not a regular file"
+        raise HostKeyError(msg)
     with os.fdopen(fd, "rb") as file:
-        info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            msg = f"host key {path} is not a regular file"
-            raise HostKeyError(msg)
         _check_mode(path, info, "file", "chmod 600")
         key = file.read(KEY_BYTES + 1)
     if len(key) != KEY_BYTES:

@@ -10,6 +10,7 @@ from io import TextIOWrapper
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
+from adapters.errors import HomeError
 from adapters.home import Home, ensure_home
 
 LOG_DIR = "logs"
@@ -67,17 +68,22 @@ def configure_logging(home: Home, level: str, *, to_terminal: bool = True) -> Pa
         msg = f"unknown log level {level!r}; expected one of {', '.join(LEVELS)}"
         raise ValueError(msg)
     directory = ensure_home(home).root / LOG_DIR
-    directory.mkdir(mode=0o700, exist_ok=True)
-    directory.chmod(0o700)
     path = directory / LOG_NAME
+    try:
+        directory.mkdir(mode=0o700, exist_ok=True)
+        directory.chmod(0o700)
+        file_handler = PrivateRotatingFileHandler(
+            path, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8"
+        )
+    except OSError as error:
+        msg = f"cannot open the log file {path}: {error.strerror or error}"
+        raise HomeError(msg) from None
     root = logging.getLogger()
     for handler in [h for h in root.handlers if h.name in {_FILE_HANDLER, _TERMINAL_HANDLER}]:
         root.removeHandler(handler)
         handler.close()
     formatter = UtcFormatter(FORMAT)
-    handlers: list[logging.Handler] = [
-        PrivateRotatingFileHandler(path, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8")
-    ]
+    handlers: list[logging.Handler] = [file_handler]
     handlers[0].name = _FILE_HANDLER
     if to_terminal:
         handlers.append(logging.StreamHandler(sys.stderr))

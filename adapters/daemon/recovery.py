@@ -91,6 +91,8 @@ def recover_orphans(
             done = journal.update_session(session_id, settle)
         finally:
             claim.release()
+        if not (done.runs_crashed or done.closed):
+            continue  # settled meanwhile by another process's recovery
         report.recovered.append(done)
         log.warning(
             "recovered session %s: %d run(s) crashed, %d attempt(s) unknown,"

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -48,12 +49,36 @@ from adapters.journal.journal import SqliteJournal
 from adapters.mcp.callers import HTTP_STATELESS
 from adapters.mcp.server import build_server
 from adapters.projections.runner import ProjectionRunner
+from domain.errors import LedgerclawError
 from domain.ids import DeviceId
 from domain.session.values import SessionCloseReason
 from projections.registry import ALL_PROJECTIONS
 
 log = logging.getLogger(__name__)
 HOST = "127.0.0.1"
+
+
+class DaemonStartError(LedgerclawError):
+    """The daemon could not start serving (its port is taken, say); nothing was served."""
+
+    exit_code = 3
+
+
+def listen(port: int) -> socket.socket:
+    """A listening socket on the loopback port, or a DaemonStartError that names it."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((HOST, port))
+        listener.listen(128)
+    except OSError as error:
+        listener.close()
+        msg = (
+            f"cannot listen on {HOST}:{port}: {error.strerror or error}; choose another port"
+            " with --port or [daemon] port"
+        )
+        raise DaemonStartError(msg) from None
+    return listener
 
 
 class EmbeddedServer(uvicorn.Server):
@@ -91,7 +116,9 @@ class Daemon:
         lock = DaemonLock(self.home)
         lock.acquire(self.port)
         try:
-            return await self._serve(ready)
+            listener = listen(self.port)
+            with listener:
+                return await self._serve(listener, ready)
         finally:
             lock.release()
 
@@ -101,7 +128,7 @@ class Daemon:
             self.stop_reason = reason
             self.stopping.set()
 
-    async def _serve(self, ready: Callable[[Daemon], None] | None) -> int:
+    async def _serve(self, listener: socket.socket, ready: Callable[[Daemon], None] | None) -> int:
         settings = self.config.daemon
         journal = SqliteJournal(self.home.database, self.config.journal)
         try:
@@ -133,7 +160,7 @@ class Daemon:
 
             async def serve() -> None:
                 try:
-                    await server.serve()
+                    await server.serve(sockets=[listener])
                 finally:
                     served.set()
 
@@ -144,8 +171,8 @@ class Daemon:
                 tasks.start_soon(self._reap, host)
                 while not server.started:
                     if served.is_set():
-                        msg = f"could not listen on {HOST}:{self.port}"
-                        raise OSError(msg)
+                        msg = f"the HTTP server on {HOST}:{self.port} did not start; see the log"
+                        raise DaemonStartError(msg)
                     await anyio.sleep(0.02)
                 log.info("daemon %d listening on http://%s:%d", os.getpid(), HOST, self.port)
                 if ready is not None:

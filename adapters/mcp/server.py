@@ -23,9 +23,11 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from adapters.daemon.approvals import CALL_ELICITOR
 from adapters.daemon.host import Caller, HostedSession, NotAdmittingError, SessionHost
 from adapters.mcp.callers import caller_of, has_connection
 from adapters.mcp.elicitation import elicitor_for
+from domain.errors import LedgerclawError
 from domain.session.values import SessionCloseReason
 from domain.tools.definition import ToolDefinition
 from domain.tools.result import ToolResult
@@ -106,13 +108,15 @@ def build_server(host: SessionHost, transport: str) -> GovernedServer:
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         hosted, caller = await hosted_for(ctx)
-        hosted.elicitor = elicitor_for(ctx, caller) if has_connection(caller) else None
+        elicitor = elicitor_for(ctx, caller) if has_connection(caller) else None
+        token = CALL_ELICITOR.set(elicitor)
         try:
             result = await host.call(hosted, params.name, dict(params.arguments or {}))
-        except NotAdmittingError as error:
+        except LedgerclawError as error:
+            # Not admitted (closing, stopping) or refused by the session: nothing ran.
             raise MCPError(STOPPING, str(error)) from None
         finally:
-            hosted.elicitor = None
+            CALL_ELICITOR.reset(token)
         return result_of(result, str(hosted.session_id))
 
     registry = host.dispatcher.tools.registry

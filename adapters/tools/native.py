@@ -99,14 +99,14 @@ def call_tool(
         raise InvalidToolCallError(msg) from None
     session_id = None if session is None else wiring.open_reader(home).resolve_session(session)
     journal = wiring.open_journal(home)
-    claims = SessionClaims(home)
-    # A named session is claimed for the call, so no daemon recovers it as orphaned meanwhile
-    # and no other host writes it; a new session is claimed as soon as it has an id.
-    claim = None if session_id is None else claims.claim(session_id)
+    # The session is claimed for the call, before anything is written to it: no daemon
+    # recovers it as orphaned meanwhile, and no other host writes it.
+    new = session_id is None
+    session_id = session_id or SessionId.new()
+    claim = None
     try:
-        run = begin_run(journal, home.root, session_id)
-        if claim is None:
-            claim = claims.claim(run.session_id)
+        claim = SessionClaims(home).claim(session_id)
+        run = begin_run(journal, home.root, session_id, new=new)
         approver: Approver | None = None
         if approve:
             approver = StandingApprover(ApprovalVerdict.APPROVED, "cli --approve")

@@ -17,10 +17,12 @@ def begin_run(
     home_root: Path,
     session_id: SessionId | None = None,
     audience: Audience = Audience.PERSONAL,
+    *,
+    new: bool = False,
 ) -> RunScope:
-    """Open a new main session (when none is named), bind its envelope, start and claim a run."""
-    if session_id is None:
-        session_id = SessionId.new()
+    """Open a new main session (when none is named, or `new`), bind it, start and claim a run."""
+    if session_id is None or new:
+        session_id = session_id or SessionId.new()
         # Prepare the storage first: if it cannot be made, nothing has been journaled.
         Envelope(envelope_root(home_root, session_id).resolve()).create()
         journal.open_session(session_id, f"cli:{session_id.hex[:8]}", SessionKind.MAIN, audience)

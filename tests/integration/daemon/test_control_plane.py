@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import threading
 import time
@@ -33,6 +32,7 @@ from adapters.daemon.control_client import (
     exchange_pairing_code,
 )
 from adapters.daemon.host_key import ProofVerifier, load_or_create_host_key, sign_proof
+from adapters.daemon.lock import DaemonLock
 from adapters.daemon.pair_route import pair_route
 from adapters.daemon.pairing import (
     PairingCodeExpiredError,
@@ -130,9 +130,10 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
     deadline = time.monotonic() + 10
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.01)
-    state = {"pid": os.getpid(), "port": port, "started_at": datetime.now(UTC).isoformat()}
-    (home.root / DAEMON_STATE_NAME).write_bytes(orjson.dumps(state))
+    lock = DaemonLock(home)
+    lock.acquire(port)
     yield Daemon(home, port, plane, journal, codes, clock, key)
+    lock.release()
     server.should_exit = True
     thread.join(timeout=10)
     listener.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
 import time
@@ -406,3 +407,80 @@ def test_foreign_host_names_and_origins_are_refused(daemon: RunningDaemon) -> No
     with pytest.raises(InvalidStatus) as closed:
         connect(url, origin="https://evil.example", proxy=None, open_timeout=5)  # type: ignore[arg-type]
     assert closed.value.response.status_code == 403
+
+
+@pytest.mark.anyio
+async def test_revoking_a_device_cancels_its_running_call_before_closing(
+    daemon: RunningDaemon, work: Path
+) -> None:
+    """The revoked device's long call is cancelled and receipted; then the session closes."""
+    outcome: dict[str, Any] = {}
+
+    async def long_call() -> None:
+        async with http_client(daemon, mode="legacy") as client:
+            try:
+                outcome["result"] = await client.call_tool(
+                    "shell_execute", {"command": "sleep 30", "cwd": str(work)}
+                )
+            except Exception as error:  # noqa: BLE001 - the call is cut short by design
+                outcome["error"] = error
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(long_call)
+        await anyio.to_thread.run_sync(
+            lambda: wait_for(lambda: daemon.health()["calls_in_flight"] == 1, what="the call")
+        )
+        device = cli_json(daemon.home, "devices", "list")[0]["device_id"]
+        assert run_cli(daemon.home, "devices", "revoke", device).returncode == 0
+        started = time.monotonic()
+        # The revocation is noticed on the device's next request.
+        with anyio.fail_after(20), pytest.raises(Exception):  # noqa: B017, PT011 - a 401 group
+            async with http_client(daemon, mode="legacy") as other:
+                await other.list_tools()
+    [session_id] = session_ids(daemon.home)
+    wait_for(
+        lambda: bool(events(daemon.home, session_id, "session.closed")), what="the session to close"
+    )
+    assert time.monotonic() - started < 15
+    [receipt] = events(daemon.home, session_id, "session.receipt_recorded")
+    assert receipt["outcome"] == "cancelled"
+    assert events(daemon.home, session_id, "session.attempt_outcome_unknown") == []
+    assert events(daemon.home, session_id, "session.closed")[0]["reason"] == "revoked"
+
+
+@pytest.mark.anyio
+async def test_sigterm_refuses_a_call_still_waiting_for_its_turn(
+    daemon: RunningDaemon, work: Path
+) -> None:
+    """A call queued behind a long one never starts once the daemon stops."""
+    marker = work / "queued.marker"
+
+    async def call(client: Any, command: str) -> None:
+        with contextlib.suppress(Exception):  # the daemon stops under both calls
+            await client.call_tool("shell_execute", {"command": command, "cwd": str(work)})
+
+    async with http_client(daemon, mode="legacy") as client, anyio.create_task_group() as tasks:
+        tasks.start_soon(call, client, "sleep 30")
+        await anyio.to_thread.run_sync(
+            lambda: wait_for(lambda: daemon.health()["calls_in_flight"] == 1, what="the first")
+        )
+        tasks.start_soon(call, client, f"touch {marker}")
+        await anyio.to_thread.run_sync(
+            lambda: wait_for(lambda: daemon.health()["calls_in_flight"] == 2, what="the second")
+        )
+        status = await anyio.to_thread.run_sync(daemon.stop)
+        tasks.cancel_scope.cancel()
+    assert status == 0
+    assert not marker.exists()
+    [session_id] = session_ids(daemon.home)
+    assert len(events(daemon.home, session_id, "session.attempt_started")) == 1
+    assert events(daemon.home, session_id, "session.receipt_recorded")[0]["outcome"] == "cancelled"
+    assert events(daemon.home, session_id, "session.closed")[0]["reason"] == "daemon_stopped"
+
+
+def test_a_port_in_use_is_a_clear_error(tmp_path: Path, daemon: RunningDaemon) -> None:
+    """Another home's daemon on a taken port exits 3 naming the port, without a trace."""
+    done = run_cli(tmp_path / "other-home", "daemon", "run", "--port", str(daemon.port))
+    assert done.returncode == 3
+    assert f"cannot listen on 127.0.0.1:{daemon.port}" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -9,6 +9,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
@@ -214,3 +215,29 @@ async def test_a_modern_era_client_is_never_asked_and_the_cli_decides(
     session_id = result_meta(result)["ledgerclaw/session_id"]
     [decided] = events(place[0], session_id, "session.approval_decided")
     assert ("approved", "cli (local control)") == (decided["verdict"], decided["decided_by"])
+
+
+@pytest.mark.anyio
+async def test_concurrent_calls_of_one_session_are_each_asked(
+    connect: Connect, place: tuple[Path, Path], target: Path
+) -> None:
+    """Two writes sent at once wait their turns; each asks its own request's client."""
+    asker = Asker(ONCE, ONCE)
+    second = target.with_name("second.txt")
+    results: list[types.CallToolResult] = []
+    async with connect("legacy", elicitation_callback=asker) as client:
+
+        async def write(path: Path) -> None:
+            results.append(
+                await client.call_tool("write_file", {"path": str(path), "content": "x"})
+            )
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(write, target)
+            tasks.start_soon(write, second)
+    assert [r.is_error for r in results] == [False, False], [result_text(r) for r in results]
+    assert (target.read_text(), second.read_text()) == ("x", "x")
+    assert len(asker.asked) == 2
+    session_id = result_meta(results[0])["ledgerclaw/session_id"]
+    deciders = {d["decided_by"] for d in events(place[0], session_id, "session.approval_decided")}
+    assert deciders == {"mcp client elicit-tester"}
