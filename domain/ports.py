@@ -17,7 +17,7 @@ T = TypeVar("T")
 class Journal(Protocol):
     """The durable home of every aggregate; synchronous, called from worker threads."""
 
-    def open_session(
+    def open_session(  # noqa: PLR0913 - one argument per fact of the opening event
         self,
         session_id: SessionId,
         session_key: str,

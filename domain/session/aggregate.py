@@ -70,7 +70,7 @@ class Session(Aggregate):
     JOURNAL_NAME = "ledgerclaw.session"
     Snapshot = SessionSnapshot
 
-    def __init__(
+    def __init__(  # noqa: PLR0913, PLR0917 - the opening event's fields, as eventsourcing passes them
         self,
         session_key: str,
         kind: SessionKind,
@@ -100,7 +100,7 @@ class Session(Aggregate):
     # -- creation --------------------------------------------------------------------------
 
     @classmethod
-    def open(
+    def open(  # noqa: PLR0913 - one argument per fact of the opening event
         cls,
         session_id: SessionId,
         session_key: str,
