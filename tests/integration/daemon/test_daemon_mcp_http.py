@@ -484,3 +484,34 @@ def test_a_port_in_use_is_a_clear_error(tmp_path: Path, daemon: RunningDaemon) -
     assert done.returncode == 3
     assert f"cannot listen on 127.0.0.1:{daemon.port}" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.anyio
+async def test_the_read_models_follow_a_live_daemon_within_a_second(
+    daemon: RunningDaemon, work: Path
+) -> None:
+    """Without any query catching up, the daemon itself brings the call into the audit table.
+
+    It catches up every `projection_interval_seconds` (0.1 s here); the poll's limit only
+    bounds a failing run, it is not a timing claim.
+    """
+    import sqlite3  # noqa: PLC0415
+
+    async with http_client(daemon) as client:
+        result = await client.call_tool("read_file", {"path": str(work / "notes.txt")})
+    attempt = meta(result)["ledgerclaw/attempt_id"]
+
+    def projected() -> bool:
+        uri = f"{(daemon.home / 'ledgerclaw.db').as_uri()}?mode=ro"
+        with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=5)) as db:
+            try:
+                row = db.execute(
+                    "SELECT outcome FROM authorization_audit WHERE attempt_id = ?", (attempt,)
+                ).fetchone()
+            except sqlite3.OperationalError:
+                return False
+        return row is not None and row[0] == "success"
+
+    wait_for(projected, timeout=10, what="the audit row")
+    rows = cli_json(daemon.home, "audit", "attempts", "--tool", "read_file")
+    assert attempt in {row["attempt_id"] for row in rows}
