@@ -84,9 +84,9 @@ def catalog_session(row: dict[str, Any]) -> None:
         ("key", row["session_key"]),
         ("kind", row["kind"]),
         ("audience", row["audience"]),
-        ("client", row["client"]),
+        ("client", _client(row)),
         ("parent", row["parent_session_id"] or "-"),
-        ("status", row["status"]),
+        ("status", _status(row)),
         ("created", _second(row["created_at"])),
         ("last activity", _second(row["last_activity_at"])),
         ("runs", f"{row['runs']} ({row['live_runs']} live)"),
@@ -102,6 +102,19 @@ def catalog_session(row: dict[str, Any]) -> None:
     for index, path in enumerate(recent):
         summary.add_row("recent files" if index == 0 else "", _cell(path))
     out.print(summary)
+
+
+def _client(row: dict[str, Any]) -> str:
+    """The channel, and the name and version the client declared, if any."""
+    declared = " ".join(str(row.get(k)) for k in ("client_name", "client_version") if row.get(k))
+    return f"{row['client']} ({declared})" if declared else str(row["client"])
+
+
+def _status(row: dict[str, Any]) -> str:
+    """The status, with when and why a closed session closed."""
+    if row.get("close_reason"):
+        return f"{row['status']}: {row['close_reason']} at {_second(row['closed_at'])}"
+    return str(row["status"])
 
 
 def _compact(title: str) -> Table:
