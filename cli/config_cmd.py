@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -41,7 +42,8 @@ def check(json_output: bool = JSON_OPTION) -> None:
     lines = [
         f"config ok: {home.config}{found}",
         f"  daemon: port {facts['port']}, audience {facts['audience']}",
-        f"  roots: {facts['roots']}",
+        f"  roots: {len(facts['roots']) or 'none'}",
+        *(f"    {r['path']} ({', '.join(r['operations'])}){_missing(r)}" for r in facts["roots"]),
         f"  approvals: {approvals or 'defaults'}",
         f"  approval timeout: {facts['approval_timeout_seconds']}s",
         f"  inline limit: {facts['inline_limit']} characters",
@@ -49,6 +51,18 @@ def check(json_output: bool = JSON_OPTION) -> None:
     ]
     for line in lines:
         render.out.print(Text(line), soft_wrap=True)
+    if not facts["roots"]:
+        render.err.print(
+            Text(
+                "warning: no trusted roots: tools can use only each session's own storage."
+                " Add [tools] roots (see docs/daemon.md)."
+            ),
+            soft_wrap=True,
+        )
+
+
+def _missing(root: dict[str, Any]) -> str:
+    return "" if root["exists"] else "  (does not exist)"
 
 
 def summary(checked: CheckedConfig) -> dict[str, Any]:
@@ -58,7 +72,15 @@ def summary(checked: CheckedConfig) -> dict[str, Any]:
         "config_found": checked.config_found,
         "port": config.daemon.port,
         "audience": str(config.daemon.audience),
-        "roots": len(config.tools.roots),
+        "roots": [
+            {
+                "path": root.path,
+                "operations": [str(op) for op in root.operations],
+                "audiences": [str(a) for a in root.audiences],
+                "exists": Path(root.path).is_dir(),
+            }
+            for root in config.tools.roots
+        ],
         "approval": {tool: str(mode) for tool, mode in sorted(config.tools.approval.items())},
         "approval_timeout_seconds": config.tools.approval_timeout_seconds,
         "inline_limit": config.tools.inline_limit,

@@ -58,10 +58,11 @@ def pair(
         render.emit_json(answer)
         return
     render.out.print(answer["code"])
-    minutes = max(1, round(answer["expires_in_seconds"] / 60))
+    seconds = int(answer["expires_in_seconds"])
+    valid = f"{round(seconds / 60)} min" if seconds >= 90 else f"{seconds} s"  # noqa: PLR2004 - minutes read better
     render.err.print(
-        f"single use, valid {minutes} min: run `ledgerclaw devices pair {answer['code']}`"
-        " on the device (or POST it to /pair)",
+        f"single use, valid {valid}, and it replaces any earlier code: run"
+        f" `ledgerclaw devices pair {answer['code']}` on the device (or POST it to /pair)",
         markup=False,
         highlight=False,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -10,6 +11,7 @@ from rich.table import Table
 from adapters import wiring
 from adapters.daemon import operator
 from adapters.daemon.control_client import exchange_pairing_code
+from adapters.daemon.control_methods import BadControlRequestError
 from cli import render
 from cli.common import JSON_OPTION, expected_errors
 from domain.session.values import ApprovalScope, ApprovalVerdict
@@ -56,19 +58,24 @@ def _decide(
     directory: str | None,
     json_output: bool,
 ) -> None:
+    if session_scope and directory is not None:
+        msg = "choose --session-scope or --directory, not both"
+        raise BadControlRequestError(msg)
     scope = ApprovalScope.ONCE
     if session_scope:
         scope = ApprovalScope.SESSION
     if directory is not None:
         scope = ApprovalScope.DIRECTORY
+        directory = str(Path(directory).expanduser().absolute())
     answer = operator.decide_approval(wiring.current_home(), approval_id, verdict, scope, directory)
     if json_output:
         render.emit_json(answer)
         return
-    render.out.print(
-        f"{answer['verdict']} {answer['id']} ({answer['tool']}: {answer['summary']})"
-        f" for {answer['scope']}",
+    reach = {"once": "this call only", "session": "the rest of the session"}.get(
+        answer["scope"], f"paths under {directory}"
     )
+    verb = "approved" if answer["verdict"] == "approved" else "denied"
+    render.out.print(f"{verb} {answer['id']} ({answer['tool']}: {answer['summary']}) for {reach}")
 
 
 SESSION_SCOPE = typer.Option(

@@ -85,9 +85,13 @@ def control_methods(
         wanted = _parse(_Decide, params)
         if wanted.verdict is ApprovalVerdict.EXPIRED:
             raise BadControlRequestError("bad request: verdict: approve or reject, not expire")
-        pending = approvals.decide(
-            wanted.id, wanted.verdict, CLI_DECIDER, wanted.scope, wanted.directory
-        )
+        try:
+            pending = approvals.decide(
+                wanted.id, wanted.verdict, CLI_DECIDER, wanted.scope, wanted.directory
+            )
+        except ValidationError as error:
+            msg = f"bad request: {error.errors()[0]['msg']}"
+            raise BadControlRequestError(msg) from None
         return {**approval_row(pending), "verdict": str(wanted.verdict), "scope": str(wanted.scope)}
 
     methods: dict[str, ControlMethod] = {

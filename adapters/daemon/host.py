@@ -190,6 +190,13 @@ class SessionHost:
         if hosted is None or hosted.closed:
             return
         hosted.closed = True
+        if not self.admitting and reason in (
+            SessionCloseReason.CLIENT_CLOSED,
+            SessionCloseReason.IDLE,
+        ):
+            # A client that leaves because the daemon cancelled its call left because the
+            # daemon is stopping: that is the reason to record.
+            reason = SessionCloseReason.DAEMON_STOPPED
         with anyio.CancelScope(shield=True):
             for scope in list(hosted.calls):
                 scope.cancel()
@@ -212,17 +219,17 @@ class SessionHost:
 
     async def close_idle(self, idle_seconds: float, channel: str | None = None) -> int:
         """Close sessions with no call in flight and none for `idle_seconds`; how many."""
-        now = anyio.current_time()
-        idle = [
-            h.key
-            for h in list(self.sessions.values())
-            if (channel is None or h.channel == channel)
-            and h.in_flight == 0
-            and now - h.last_used >= idle_seconds
-        ]
-        for key in idle:
+        closed = 0
+        for key in [h.key for h in self.sessions.values() if channel in (None, h.channel)]:
+            # Checked again right before each close (no await in between): a call may have
+            # arrived while an earlier session was being closed.
+            hosted = self.sessions.get(key)
+            idle = anyio.current_time() - hosted.last_used if hosted is not None else 0.0
+            if hosted is None or hosted.in_flight or idle < idle_seconds:
+                continue
             await self.close(key, SessionCloseReason.IDLE)
-        return len(idle)
+            closed += 1
+        return closed
 
     # -- tools -----------------------------------------------------------------------------
 

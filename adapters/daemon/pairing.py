@@ -192,6 +192,12 @@ class TokenAuthenticator:
                 raise
             return device_id
 
+    def revoked(self) -> frozenset[DeviceId]:
+        """Every revoked device, as the journal holds the registry now."""
+        with self._lock:
+            registry = self._registry_now()
+        return frozenset(d for d, record in registry.devices.items() if not record.active)
+
     def _registry_now(self) -> DeviceRegistry:
         version = self.journal.stream_version(REGISTRY_ID)
         if self._registry is None or version != self._version:

@@ -104,6 +104,7 @@ class Daemon:
     host: SessionHost = field(init=False)
     approvals: PendingApprovals = field(init=False)
     guard: BearerGuard = field(init=False)
+    authenticator: TokenAuthenticator = field(init=False)
     control: ControlPlane = field(init=False)
     codes: PairingCodes = field(init=False)
 
@@ -169,6 +170,7 @@ class Daemon:
                 tasks.start_soon(serve)
                 tasks.start_soon(self._projections, runner)
                 tasks.start_soon(self._reap, host)
+                tasks.start_soon(self._watch_revocations, host)
                 while not server.started:
                     if served.is_set():
                         msg = f"the HTTP server on {HOST}:{self.port} did not start; see the log"
@@ -181,7 +183,7 @@ class Daemon:
                 log.info("stopping (%s): no new calls admitted", self.stop_reason)
                 cancelled = await host.stop(float(settings.grace_seconds))
                 if cancelled:
-                    log.warning("%d call(s) cancelled after the grace period", cancelled)
+                    log.warning("%d call(s) still running or waiting were cancelled", cancelled)
                 await anyio.to_thread.run_sync(runner.catch_up)
                 server.should_exit = True
                 with anyio.move_on_after(10):
@@ -201,6 +203,7 @@ class Daemon:
             app=server, session_idle_timeout=float(settings.idle_timeout_seconds)
         )
         authenticator = TokenAuthenticator(journal)
+        self.authenticator = authenticator
 
         async def revoked(device: DeviceId) -> None:
             for hosted in list(host.sessions.values()):
@@ -262,6 +265,27 @@ class Daemon:
             except Exception:
                 log.exception("projection catch-up failed; retrying")
             await anyio.sleep(interval)
+
+    async def _watch_revocations(self, host: SessionHost) -> None:
+        """Close a revoked device's sessions as soon as the revocation is journaled.
+
+        `devices revoke` writes the journal from another process; without this, a call of
+        that device already waiting (for its turn, or for an approval) would outlive it.
+        """
+        interval = float(self.config.daemon.projection_interval_seconds)
+        while True:
+            await anyio.sleep(interval)
+            hosted_devices = {h.device_id for h in host.sessions.values() if h.device_id}
+            if not hosted_devices:
+                continue
+            try:
+                revoked = await anyio.to_thread.run_sync(self.authenticator.revoked)
+            except LedgerclawError as error:
+                log.warning("could not read the device registry: %s", error)
+                continue
+            for hosted in list(host.sessions.values()):
+                if hosted.device_id in revoked:
+                    await host.close(hosted.key, SessionCloseReason.REVOKED)
 
     async def _reap(self, host: SessionHost) -> None:
         idle = float(self.config.daemon.idle_timeout_seconds)

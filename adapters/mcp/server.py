@@ -40,6 +40,7 @@ INSTRUCTIONS = (
     " directory once set_working_directory declared one."
 )
 STOPPING = -32000
+INTERNAL_ERROR = -32603
 
 
 class GovernedServer(Server[Any]):
@@ -96,6 +97,7 @@ def build_server(host: SessionHost, transport: str) -> GovernedServer:
             raise MCPError(STOPPING, str(error)) from None
         if hosted is not known:
             _attach(hosted, ctx, caller, host, bus)
+        hosted.last_used = anyio.current_time()  # any request keeps a session from going idle
         return hosted, caller
 
     async def on_list_tools(
@@ -112,9 +114,11 @@ def build_server(host: SessionHost, transport: str) -> GovernedServer:
         token = CALL_ELICITOR.set(elicitor)
         try:
             result = await host.call(hosted, params.name, dict(params.arguments or {}))
-        except LedgerclawError as error:
-            # Not admitted (closing, stopping) or refused by the session: nothing ran.
+        except NotAdmittingError as error:
             raise MCPError(STOPPING, str(error)) from None
+        except LedgerclawError as error:
+            log.warning("call %s failed in the daemon: %s", params.name, error)
+            raise MCPError(INTERNAL_ERROR, f"the call failed in the daemon: {error}") from None
         finally:
             CALL_ELICITOR.reset(token)
         return result_of(result, str(hosted.session_id))

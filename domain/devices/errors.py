@@ -16,6 +16,8 @@ class DeviceAlreadyPairedError(DeviceError):
 class UnknownDeviceError(DeviceError):
     """No device with this id was ever paired."""
 
+    exit_code = 6
+
 
 class DeviceRevokedError(DeviceError):
     """The device was revoked; its token no longer works."""

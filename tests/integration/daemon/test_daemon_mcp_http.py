@@ -515,3 +515,36 @@ async def test_the_read_models_follow_a_live_daemon_within_a_second(
     wait_for(projected, timeout=10, what="the audit row")
     rows = cli_json(daemon.home, "audit", "attempts", "--tool", "read_file")
     assert attempt in {row["attempt_id"] for row in rows}
+
+
+@pytest.mark.anyio
+async def test_revocation_ends_a_call_waiting_for_approval_without_running_it(
+    daemon: RunningDaemon, work: Path
+) -> None:
+    """A revoked device's pending write is cancelled, unlisted and never approved or run."""
+    target = work / "after-revoke.txt"
+
+    async def pending_write() -> None:
+        with contextlib.suppress(Exception):  # the call is cut short by the revocation
+            async with http_client(daemon, mode="legacy") as client:
+                await client.call_tool("write_file", {"path": str(target), "content": "x"})
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(pending_write)
+        await anyio.to_thread.run_sync(
+            lambda: wait_for(lambda: bool(cli_json(daemon.home, "approvals", "list")), what="it")
+        )
+        device = cli_json(daemon.home, "devices", "list")[0]["device_id"]
+        assert run_cli(daemon.home, "devices", "revoke", device).returncode == 0
+        [session_id] = session_ids(daemon.home)
+        await anyio.to_thread.run_sync(
+            lambda: wait_for(
+                lambda: bool(events(daemon.home, session_id, "session.closed")), what="the close"
+            )
+        )
+    assert cli_json(daemon.home, "approvals", "list") == []
+    assert not target.exists()
+    assert events(daemon.home, session_id, "session.approval_decided") == []
+    [receipt] = events(daemon.home, session_id, "session.receipt_recorded")
+    assert receipt["outcome"] == "cancelled"
+    assert events(daemon.home, session_id, "session.closed")[0]["reason"] == "revoked"
