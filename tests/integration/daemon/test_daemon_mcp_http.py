@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import mcp_types as types
 import pytest
 from mcp import MCPError
 
@@ -19,40 +18,21 @@ from tests.daemon_harness import (
     RunningDaemon,
     cli_json,
     http_client,
+    result_meta,
+    result_text,
     run_cli,
     start_daemon,
     wait_for,
-    write_config,
+    write_governed_config,
 )
 from tests.integration.daemon.journal_view import events, session_ids
+from tests.integration.daemon.scenarios import exercise_every_tool, saw_list_changed
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     """The daemon and the SDK run on asyncio."""
     return "asyncio"
-
-
-def configure(home: Path, work: Path, *, approval_timeout: int = 20, grace: int = 1) -> None:
-    """Trusted work root, a reviewed `sleep`, writes needing approval, short timeouts."""
-    write_config(
-        home,
-        f"""
-[daemon]
-grace_seconds = {grace}
-projection_interval_seconds = 0.1
-
-[tools]
-roots = [{{ path = "{work}", operations = ["read", "write", "declare_project_scope"] }}]
-approval_timeout_seconds = {approval_timeout}
-
-[tools.approval]
-write_file = "request"
-
-[tools.shell]
-reviewed_safe = ["ls", "sleep", "touch", "cat", "echo"]
-""",
-    )
 
 
 @pytest.fixture
@@ -68,21 +48,11 @@ def work(tmp_path: Path) -> Path:
 def daemon(tmp_path: Path, work: Path) -> Iterator[RunningDaemon]:
     """A running daemon with one paired device."""
     home = tmp_path / "home"
-    configure(home, work)
+    write_governed_config(home, work)
     running = start_daemon(home)
     running.pair()
     yield running
     running.stop(signal.SIGKILL if running.process.poll() is None else signal.SIGTERM)
-
-
-def text(result: types.CallToolResult) -> str:
-    """The text of a tool result."""
-    return "".join(c.text for c in result.content if isinstance(c, types.TextContent))
-
-
-def meta(result: types.CallToolResult) -> dict[str, Any]:
-    """The ledgerclaw facts of a tool result."""
-    return dict(result.meta or {})
 
 
 @pytest.mark.anyio
@@ -98,44 +68,12 @@ async def test_a_client_lists_and_calls_every_first_party_tool(
 
     options: dict[str, Any] = {"message_handler": on_message} if mode == "legacy" else {}
     async with http_client(daemon, mode=mode, **options) as client:
-        names = {t.name for t in (await client.list_tools()).tools}
-        assert "find_files" not in names
-        assert {"read_file", "write_file", "shell_execute", "load_tool"} <= names
-        calls = [
-            ("set_working_directory", {"path": str(work)}),
-            ("read_file", {"path": "notes.txt"}),
-            ("list_directory", {"path": str(work)}),
-            ("grep", {"pattern": "beta", "path": str(work)}),
-            ("shell_execute", {"command": "echo hello", "cwd": str(work)}),
-            ("load_tool", {"name": "find_files"}),
-        ]
-        results = {}
-        for name, arguments in calls:
-            result = await client.call_tool(name, arguments)
-            assert not result.is_error, (name, text(result))
-            results[name] = result
-        assert "beta" in text(results["read_file"])
-        assert "notes.txt" in text(results["list_directory"])
-        assert "hello" in text(results["shell_execute"])
-        names = {t.name for t in (await client.list_tools()).tools}
-        assert "find_files" in names
-        found = await client.call_tool("find_files", {"pattern": "*.txt", "path": str(work)})
-        assert "notes.txt" in text(found)
-        read = await client.call_tool("read_file", {"path": "notes.txt"})
-        revision = text(read).split("revision: ")[1].split()[0]
-        edit = {"path": "notes.txt", "old_text": "gamma", "new_text": "delta", "revision": revision}
-        edited = await client.call_tool("edit_file", edit)
-        assert not edited.is_error, text(edited)
-        spilled = await client.call_tool("tool_output_read", {"call_id": "mcp_missing"})
-        assert spilled.is_error
-        session_id = meta(read)["ledgerclaw/session_id"]
-    assert "delta" in (work / "notes.txt").read_text()
+        read = await exercise_every_tool(client, work)
     if mode == "legacy":
-        assert any(
-            isinstance(getattr(m, "root", m), types.ToolListChangedNotification) for m in changed
-        )
+        assert saw_list_changed(changed)
+    session_id = result_meta(read)["ledgerclaw/session_id"]
     receipts = events(daemon.home, session_id, "session.receipt_recorded")
-    assert len(receipts) >= len(calls) + 3
+    assert len(receipts) >= 9
     opened = events(daemon.home, session_id, "session.opened")[0]
     assert opened["client_name"]
 
@@ -152,11 +90,11 @@ async def test_a_denial_and_a_correction_carry_the_instruction(
         corrected = await client.call_tool("find_files", {"pattern": "*"})
         unknown = await client.call_tool("no_such_tool", {})
     assert denied.is_error
-    assert "outside every trusted root" in text(denied)
-    assert meta(denied)["ledgerclaw/denial"] == "outside_roots"
+    assert "outside every trusted root" in result_text(denied)
+    assert result_meta(denied)["ledgerclaw/denial"] == "outside_roots"
     assert corrected.is_error
-    assert "load_tool" in text(corrected)
-    assert meta(corrected)["ledgerclaw/end"] == "corrected"
+    assert "load_tool" in result_text(corrected)
+    assert result_meta(corrected)["ledgerclaw/end"] == "corrected"
     assert unknown.is_error
 
 
@@ -181,10 +119,10 @@ async def test_the_cli_approves_a_call_while_the_client_waits(
     async with http_client(daemon) as client:
         result = await client.call_tool("write_file", {"path": str(target), "content": "ok\n"})
     thread.join()
-    assert not result.is_error, text(result)
+    assert not result.is_error, result_text(result)
     assert target.read_text() == "ok\n"
     assert listed[0]["tool"] == "write_file"
-    session_id = meta(result)["ledgerclaw/session_id"]
+    session_id = result_meta(result)["ledgerclaw/session_id"]
     [decided] = events(daemon.home, session_id, "session.approval_decided")
     assert (decided["verdict"], decided["decided_by"]) == ("approved", "cli (local control)")
     assert cli_json(daemon.home, "approvals", "list") == []
@@ -208,7 +146,7 @@ async def test_the_cli_denies_a_pending_call(daemon: RunningDaemon, work: Path) 
         result = await client.call_tool("write_file", {"path": str(target), "content": "x"})
     thread.join()
     assert result.is_error
-    assert meta(result)["ledgerclaw/denial"] == "approval_rejected"
+    assert result_meta(result)["ledgerclaw/denial"] == "approval_rejected"
     assert not target.exists()
 
 
@@ -226,7 +164,7 @@ async def test_an_unanswered_approval_times_out_and_is_journaled(
 ) -> None:
     """No answer within the timeout: the call is denied as expired, and nothing ran."""
     home = tmp_path / "home"
-    configure(home, work, approval_timeout=1)
+    write_governed_config(home, work, approval_timeout=1)
     daemon = start_daemon(home)
     try:
         daemon.pair()
@@ -234,9 +172,9 @@ async def test_an_unanswered_approval_times_out_and_is_journaled(
         async with http_client(daemon) as client:
             result = await client.call_tool("write_file", {"path": str(target), "content": "x"})
         assert result.is_error
-        assert meta(result)["ledgerclaw/denial"] == "approval_expired"
+        assert result_meta(result)["ledgerclaw/denial"] == "approval_expired"
         assert not target.exists()
-        session_id = meta(result)["ledgerclaw/session_id"]
+        session_id = result_meta(result)["ledgerclaw/session_id"]
         [decided] = events(home, session_id, "session.approval_decided")
         assert (decided["verdict"], decided["decided_by"]) == ("expired", "timeout")
         assert events(home, session_id, "session.approval_requested")
@@ -249,7 +187,7 @@ async def test_a_revoked_token_is_refused_mid_session(daemon: RunningDaemon) -> 
     """After `devices revoke`, the device's next request gets 401 and its session closes."""
     async with http_client(daemon, mode="legacy") as client:
         first = await client.call_tool("list_directory", {"path": str(daemon.home.parent)})
-        session_id = meta(first)["ledgerclaw/session_id"]
+        session_id = result_meta(first)["ledgerclaw/session_id"]
         device = cli_json(daemon.home, "devices", "list")[0]["device_id"]
         assert run_cli(daemon.home, "devices", "revoke", device).returncode == 0
         with pytest.raises(MCPError):
@@ -286,7 +224,7 @@ def test_a_pairing_code_is_single_use(daemon: RunningDaemon) -> None:
 def test_an_expired_pairing_code_is_refused(tmp_path: Path, work: Path) -> None:
     """A code past its lifetime is refused and names the command for a new one."""
     home = tmp_path / "home"
-    configure(home, work)
+    write_governed_config(home, work)
     (home / "config.toml").write_text(
         (home / "config.toml").read_text().replace("[tools]", "pairing_code_seconds = 1\n\n[tools]")
     )
@@ -499,7 +437,7 @@ async def test_the_read_models_follow_a_live_daemon_within_a_second(
 
     async with http_client(daemon) as client:
         result = await client.call_tool("read_file", {"path": str(work / "notes.txt")})
-    attempt = meta(result)["ledgerclaw/attempt_id"]
+    attempt = result_meta(result)["ledgerclaw/attempt_id"]
 
     def projected() -> bool:
         uri = f"{(daemon.home / 'ledgerclaw.db').as_uri()}?mode=ro"

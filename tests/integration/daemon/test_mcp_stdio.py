@@ -32,6 +32,7 @@ from tests.daemon_harness import (
     write_governed_config,
 )
 from tests.integration.daemon.journal_view import events, session_ids
+from tests.integration.daemon.scenarios import exercise_every_tool, saw_list_changed
 
 MODES = ["auto", "legacy"]
 
@@ -92,44 +93,13 @@ async def test_a_client_lists_and_calls_every_first_party_tool(
 
     options: dict[str, Any] = {"message_handler": on_message} if mode == "legacy" else {}
     async with stdio_client(home, mode=mode, **options) as client:
-        names = {t.name for t in (await client.list_tools()).tools}
-        assert "find_files" not in names
-        assert {"read_file", "write_file", "shell_execute", "load_tool"} <= names
-        calls = [
-            ("set_working_directory", {"path": str(work)}),
-            ("read_file", {"path": "notes.txt"}),
-            ("list_directory", {"path": str(work)}),
-            ("grep", {"pattern": "beta", "path": str(work)}),
-            ("shell_execute", {"command": "echo hello", "cwd": str(work)}),
-            ("load_tool", {"name": "find_files"}),
-        ]
-        results = {}
-        for name, arguments in calls:
-            result = await client.call_tool(name, arguments)
-            assert not result.is_error, (name, result_text(result))
-            results[name] = result
-        assert "beta" in result_text(results["read_file"])
-        assert "notes.txt" in result_text(results["list_directory"])
-        assert "hello" in result_text(results["shell_execute"])
-        names = {t.name for t in (await client.list_tools()).tools}
-        assert "find_files" in names
-        found = await client.call_tool("find_files", {"pattern": "*.txt", "path": str(work)})
-        assert "notes.txt" in result_text(found)
-        read = await client.call_tool("read_file", {"path": "notes.txt"})
-        revision = result_text(read).split("revision: ")[1].split()[0]
-        edit = {"path": "notes.txt", "old_text": "gamma", "new_text": "delta", "revision": revision}
-        edited = await client.call_tool("edit_file", edit)
-        assert not edited.is_error, result_text(edited)
-        spilled = await client.call_tool("tool_output_read", {"call_id": "mcp_missing"})
-        assert spilled.is_error
-    assert "delta" in (work / "notes.txt").read_text()
+        read = await exercise_every_tool(client, work)
     if mode == "legacy":
-        assert any(
-            isinstance(getattr(m, "root", m), types.ToolListChangedNotification) for m in changed
-        )
+        assert saw_list_changed(changed)
     [session_id] = session_ids(home)
+    assert result_meta(read)["ledgerclaw/session_id"] == session_id
     receipts = events(home, session_id, "session.receipt_recorded")
-    assert len(receipts) >= len(calls) + 3
+    assert len(receipts) >= 9
 
 
 @pytest.mark.anyio
