@@ -317,7 +317,13 @@ class EventJournal:
         with self._locks_guard:
             self._working[stream_id] = aggregate
             while len(self._working) > WORKING_COPIES:
-                self._working.popitem(last=False)
+                evicted, _ = self._working.popitem(last=False)
+                # Its lock goes too, unless held: a daemon that hosts sessions for months
+                # must not keep one lock per session it ever served. A lock fetched but not
+                # yet taken can only cost a save conflict, which is retried on a fresh load.
+                lock = self._locks.get(evicted)
+                if lock is not None and not lock.locked():
+                    del self._locks[evicted]
 
     def _lock_for(self, stream_id: UUID) -> threading.Lock:
         with self._locks_guard:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.journal.journal import SqliteJournal
+from adapters.journal.journal import WORKING_COPIES, SqliteJournal
 from domain.ids import RunId, SessionId
 from domain.session.aggregate import Session
 from domain.session.errors import StaleWriterError
@@ -82,3 +82,17 @@ def test_a_writer_superseded_elsewhere_is_stale_in_the_kept_copy(tmp_path: Path)
     assert 0 == first.session(session_id).message_count
     first.close()
     second.close()
+
+
+def test_a_long_running_journal_keeps_bounded_bookkeeping(tmp_path: Path) -> None:
+    """Sessions beyond the kept copies leave neither a copy nor a lock behind."""
+    journal = SqliteJournal(tmp_path / "j.db")
+    sessions = [SessionId.new() for _ in range(WORKING_COPIES + 40)]
+    for session_id in sessions:
+        journal.open_session(session_id, "k", SessionKind.MAIN, Audience.PERSONAL)
+        journal.update_session(session_id, lambda s: s.bind_storage(1, "/srv/s"))
+    assert len(journal._working) == WORKING_COPIES
+    assert len(journal._locks) <= WORKING_COPIES
+    oldest = sessions[0]
+    assert journal.read_session(oldest, lambda s: s.storage) is not None
+    journal.close()
