@@ -27,7 +27,13 @@ from adapters.tools.dispatcher import Dispatcher
 from domain.errors import LedgerclawError
 from domain.ids import CallId, RunId, SessionId
 from domain.session.aggregate import Session
-from domain.session.values import Audience, SessionCloseReason, SessionKind, ToolCallRequest
+from domain.session.values import (
+    AttemptState,
+    Audience,
+    SessionCloseReason,
+    SessionKind,
+    ToolCallRequest,
+)
 from domain.tools.definition import ToolDefinition
 from domain.tools.result import ToolResult
 
@@ -72,6 +78,7 @@ class HostedSession:
     calls: set[anyio.CancelScope] = field(default_factory=set)
     """The calls running or waiting for their turn; closing cancels them."""
     closed: bool = False
+    close_reason: SessionCloseReason | None = None
     notify_tools_changed: Callable[[], Awaitable[None]] | None = None
 
     @property
@@ -190,6 +197,7 @@ class SessionHost:
         if hosted is None or hosted.closed:
             return
         hosted.closed = True
+        hosted.close_reason = reason
         if not self.admitting and reason in (
             SessionCloseReason.CLIENT_CLOSED,
             SessionCloseReason.IDLE,
@@ -272,15 +280,37 @@ class SessionHost:
                 self._calls.discard(scope)
                 hosted.last_used = anyio.current_time()
         if result is None:
-            msg = (
-                "the call was cancelled because its session closed or the daemon stopped;"
-                " if it had started, its end is recorded as cancelled"
-            )
-            raise NotAdmittingError(msg)
+            return self._cancelled(hosted, request)
         self.calls_served += 1
         if changed and hosted.notify_tools_changed is not None:
             await hosted.notify_tools_changed()
         return result
+
+    def _cancelled(self, hosted: HostedSession, request: ToolCallRequest) -> ToolResult:
+        """The result of a call that closing or stopping cancelled: its recorded end, if any."""
+        why = (
+            "the daemon is stopping"
+            if not self.admitting
+            else f"its session was closed ({hosted.close_reason or 'closing'})"
+        )
+
+        def attempt_of(session: Session) -> AttemptState | None:
+            found = [a for a in session.attempts.values() if a.call_id == request.call_id]
+            return found[-1] if found else None
+
+        attempt = self.journal.read_session(hosted.session_id, attempt_of)
+        if attempt is None or attempt.end is None:
+            msg = f"the call was not started: {why}"
+            raise NotAdmittingError(msg)
+        return ToolResult(
+            call_id=request.call_id,
+            attempt_id=attempt.attempt_id,
+            tool_name=request.name,
+            text=f"Cancelled: {why}. The call was stopped; it is recorded as"
+            f" {attempt.outcome or attempt.end}.",
+            end=attempt.end,
+            outcome=attempt.outcome,
+        )
 
     def _admit(self, hosted: HostedSession) -> None:
         if not self.admitting:

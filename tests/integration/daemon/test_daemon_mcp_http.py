@@ -274,6 +274,10 @@ async def test_sigterm_during_a_long_call_records_the_reason_and_exits_0(
         status = await anyio.to_thread.run_sync(daemon.stop)
         elapsed = time.monotonic() - started
     assert status == 0
+    cancelled = outcome["result"]
+    assert cancelled.is_error
+    assert "Cancelled: the daemon is stopping" in result_text(cancelled)
+    assert result_meta(cancelled)["ledgerclaw/outcome"] == "cancelled"
     assert elapsed < 20
     [session_id] = session_ids(daemon.home)
     [receipt] = events(daemon.home, session_id, "session.receipt_recorded")
