@@ -92,6 +92,8 @@ def call_tool(
 ) -> NativeCall:
     """Run one native call through the pipeline and end its run."""
     config = wiring.home_config(home)
+    # Built before the journal is opened: a bad secrets file stops the call with nothing made.
+    tools, policy = wiring.first_party_tools(config), wiring.pipeline_policy(home, config)
     try:
         request = ToolCallRequest(call_id=CallId("cli_pending"), name=tool, arguments=arguments)
     except ValidationError as error:
@@ -114,8 +116,8 @@ def call_tool(
             approver = TerminalApprover("cli terminal")
         dispatcher = Dispatcher(
             SessionWriter(journal),
-            wiring.first_party_tools(config),
-            wiring.pipeline_policy(home, config),
+            tools,
+            policy,
             approver,
         )
         request = request.model_copy(update={"call_id": CallId(f"cli_{run.run_id.hex[:12]}")})

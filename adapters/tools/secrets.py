@@ -10,6 +10,7 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from adapters.config import check_secrets
 from adapters.errors import ConfigError
 from adapters.tools.settings import MIN_SECRET_LENGTH
 
@@ -19,6 +20,9 @@ def load_secrets(path: Path, env_names: Iterable[str], environ: Mapping[str, str
     values = [
         environ[name] for name in env_names if len(environ.get(name, "")) >= MIN_SECRET_LENGTH
     ]
+    # The same checks as `config check` and a daemon start: owner-only, known keys only.
+    if check_secrets(path) is None:
+        return values
     try:
         raw = path.read_bytes()
     except FileNotFoundError:

@@ -333,3 +333,26 @@ def test_replay_shows_what_an_audit_needs(session: str) -> None:
     receipts = [e["data"] for e in events if e["event"].endswith("receipt_recorded")]
     assert any(r["file_activity"] for r in receipts)
     assert all("timestamp" not in e["data"] for e in events)
+
+
+@pytest.mark.parametrize(
+    ("content", "mode", "expected"),
+    [
+        ('[redact]\nvalues = ["hunter22"]\n', 0o644, "make it owner-only: chmod 600"),
+        ('redact = "hunter22"\n', 0o600, "redact"),
+        ('[redcat]\nvalues = ["hunter22"]\n', 0o600, "unknown key"),
+    ],
+)
+def test_a_tool_call_refuses_secrets_a_daemon_would_refuse(
+    home: Path, content: str, mode: int, expected: str
+) -> None:
+    """Readable by others, malformed or misspelled: exit 4, one line, nothing journaled."""
+    home.mkdir(parents=True)
+    secrets = home / "secrets.toml"
+    secrets.write_text(content)
+    secrets.chmod(mode)
+    code, _, err = invoke("tool", "call", "list_directory", "--args", "{}")
+    assert 4 == code
+    assert expected in err
+    assert "Traceback" not in err
+    assert not (home / "ledgerclaw.db").exists()
