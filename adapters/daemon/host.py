@@ -256,8 +256,8 @@ class SessionHost:
 
         A call waits for its session's earlier calls and for room in the budget; it is
         admitted again after waiting, so nothing starts once the session is closing or the
-        daemon stopping. Closing or stopping cancels it, and it then raises
-        NotAdmittingError (a call that had started has its `cancelled` receipt by then).
+        daemon stopping. Closing or stopping cancels it: a call that had started returns its
+        recorded end (a `cancelled` receipt); one still waiting raises NotAdmittingError.
         """
         self._admit(hosted)
         request = ToolCallRequest(
