@@ -166,6 +166,7 @@ def plant_tree(top: Path) -> Tree:
     (outside / "back").symlink_to(root / "a")
     (top / "Rlink").symlink_to(root)
     _write(home / "secrets.toml", '[redact]\nvalues = ["hunter2-secret"]\n')
+    (home / "secrets.toml").chmod(0o600)  # secrets open to others are refused
     for name in ("config.toml", "daemon.pid", "daemon.lock", "keys/id", "credentials/token"):
         _write(home / name)
     os.link(home / "keys" / "id", root / "key_hard")
