@@ -32,18 +32,14 @@ from starlette.routing import Route
 
 from adapters.config import Config
 from adapters.daemon.approvals import PendingApprovals
-from adapters.daemon.assembly import assemble
+from adapters.daemon.assembly import assemble, control_plane, host_health, recover
 from adapters.daemon.bearer import BearerGuard
-from adapters.daemon.claims import SessionClaims
 from adapters.daemon.control import ControlPlane
-from adapters.daemon.control_methods import control_methods
 from adapters.daemon.host import SessionHost
-from adapters.daemon.host_key import ProofVerifier, load_or_create_host_key
 from adapters.daemon.lock import DaemonLock
 from adapters.daemon.loopback import LoopbackOnly
 from adapters.daemon.pair_route import pair_route
 from adapters.daemon.pairing import PairingCodes, TokenAuthenticator
-from adapters.daemon.recovery import recover_orphans
 from adapters.home import Home, ensure_home
 from adapters.journal.journal import SqliteJournal
 from adapters.mcp.callers import HTTP_STATELESS
@@ -52,7 +48,6 @@ from adapters.projections.runner import ProjectionRunner
 from domain.errors import LedgerclawError
 from domain.ids import DeviceId
 from domain.session.values import SessionCloseReason
-from projections.registry import ALL_PROJECTIONS
 
 log = logging.getLogger(__name__)
 HOST = "127.0.0.1"
@@ -134,14 +129,7 @@ class Daemon:
         settings = self.config.daemon
         journal = SqliteJournal(self.home.database, self.config.journal)
         try:
-            runner = ProjectionRunner(
-                self.home.database,
-                ALL_PROJECTIONS,
-                busy_timeout=float(self.config.journal.busy_timeout_seconds),
-            )
-            report = await anyio.to_thread.run_sync(
-                recover_orphans, journal, runner, SessionClaims(self.home)
-            )
+            runner, report = await recover(self.home, self.config, journal)
             self.recovered = len(report.recovered)
             host, approvals = assemble(self.home, self.config, journal)
             self.host, self.approvals = host, approvals
@@ -215,10 +203,8 @@ class Daemon:
                     await host.close(hosted.key, SessionCloseReason.REVOKED)
 
         guard = BearerGuard(StreamableHTTPASGIApp(manager), authenticator.authenticate, revoked)
-        control = ControlPlane(
-            control_methods(self.health, approvals, self.codes),
-            ProofVerifier(load_or_create_host_key(self.home)),
-            authenticator.authenticate,
+        control = control_plane(
+            self.home, self.health, approvals, authenticator.authenticate, self.codes
         )
         self.control = control
 
@@ -242,16 +228,11 @@ class Daemon:
 
     def health(self) -> dict[str, Any]:
         """What `/healthz` and `daemon status` report."""
-        host = self.host
         return {
+            **host_health(self.host, self.approvals),
             "status": "stopping" if self.stopping.is_set() else "ok",
-            "pid": os.getpid(),
             "port": self.port,
             "started_at": self.started_at.isoformat(),
-            "sessions": len(host.sessions),
-            "calls_in_flight": host.in_flight,
-            "calls_served": host.calls_served,
-            "approvals_pending": len(self.approvals.listing()),
             "unauthorized": self.guard.refused + self.control.refused,
             "recovered_sessions": self.recovered,
         }

@@ -14,7 +14,6 @@ daemon thread (adapters/mcp/stdin.py), so no blocked read keeps the process aliv
 from __future__ import annotations
 
 import logging
-import os
 import signal
 from datetime import UTC, datetime
 from typing import Any
@@ -26,25 +25,18 @@ from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 
 from adapters.config import Config
-from adapters.daemon.assembly import assemble
-from adapters.daemon.claims import SessionClaims
-from adapters.daemon.control import ControlPlane
-from adapters.daemon.control_methods import control_methods
+from adapters.daemon.assembly import assemble, control_plane, host_health, recover
 from adapters.daemon.host import SessionHost
-from adapters.daemon.host_key import ProofVerifier, load_or_create_host_key
 from adapters.daemon.hosts import register_host
 from adapters.daemon.loopback import LoopbackOnly
 from adapters.daemon.pairing import TokenAuthenticator
-from adapters.daemon.recovery import recover_orphans
 from adapters.daemon.service import HOST, EmbeddedServer
 from adapters.home import Home, ensure_home
 from adapters.journal.journal import SqliteJournal
 from adapters.mcp.callers import STDIO
 from adapters.mcp.server import build_server
 from adapters.mcp.stdin import StdinLines, stdin_claimed
-from adapters.projections.runner import ProjectionRunner
 from domain.session.values import SessionCloseReason
-from projections.registry import ALL_PROJECTIONS
 
 log = logging.getLogger(__name__)
 
@@ -55,29 +47,17 @@ async def serve_stdio(home: Home, config: Config) -> int:
     started_at = datetime.now(UTC)
     journal = SqliteJournal(home.database, config.journal)
     try:
-        runner = ProjectionRunner(
-            home.database, ALL_PROJECTIONS, busy_timeout=float(config.journal.busy_timeout_seconds)
-        )
-        await anyio.to_thread.run_sync(recover_orphans, journal, runner, SessionClaims(home))
+        await recover(home, config, journal)
         host, approvals = assemble(home, config, journal)
 
         def health() -> dict[str, Any]:
             return {
-                "status": "ok" if host.admitting else "stopping",
-                "kind": "stdio",
-                "pid": os.getpid(),
+                **host_health(host, approvals),
+                "kind": STDIO,
                 "started_at": started_at.isoformat(),
-                "sessions": len(host.sessions),
-                "calls_in_flight": host.in_flight,
-                "calls_served": host.calls_served,
-                "approvals_pending": len(approvals.listing()),
             }
 
-        control = ControlPlane(
-            control_methods(health, approvals),
-            ProofVerifier(load_or_create_host_key(home)),
-            TokenAuthenticator(journal).authenticate,
-        )
+        control = control_plane(home, health, approvals, TokenAuthenticator(journal).authenticate)
         web = EmbeddedServer(
             uvicorn.Config(
                 LoopbackOnly(Starlette(routes=[control.route("/control")])),

@@ -30,21 +30,6 @@ from tests.integration.daemon.scenarios import exercise_every_tool, saw_list_cha
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    """The daemon and the SDK run on asyncio."""
-    return "asyncio"
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    """The trusted work directory, holding one file."""
-    root = tmp_path / "work"
-    root.mkdir()
-    (root / "notes.txt").write_text("alpha\nbeta\ngamma\n")
-    return root.resolve()
-
-
-@pytest.fixture
 def daemon(tmp_path: Path, work: Path) -> Iterator[RunningDaemon]:
     """A running daemon with one paired device."""
     home = tmp_path / "home"

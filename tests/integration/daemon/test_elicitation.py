@@ -52,12 +52,6 @@ class Asker:
         return self.answers.pop(0)
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    """The servers and the SDK run on asyncio."""
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def place(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """One home and its trusted work directory, shared by this module's tests."""

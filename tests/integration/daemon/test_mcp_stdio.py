@@ -38,21 +38,6 @@ MODES = ["auto", "legacy"]
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    """The server and the SDK run on asyncio."""
-    return "asyncio"
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    """The trusted work directory, holding one file."""
-    root = tmp_path / "work"
-    root.mkdir()
-    (root / "notes.txt").write_text("alpha\nbeta\ngamma\n")
-    return root.resolve()
-
-
-@pytest.fixture
 def home(tmp_path: Path, work: Path) -> Path:
     """A home whose config trusts `work`, asks before writes and reviews `sleep`."""
     root = tmp_path / "home"
