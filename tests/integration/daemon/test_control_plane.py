@@ -218,17 +218,19 @@ def test_a_proof_connection_may_call_only_its_operation(daemon: Daemon) -> None:
 
 
 @pytest.mark.parametrize(
-    ("key", "signed_at", "reason"),
+    ("key", "age", "reason"),
     [
         (bytes(32), None, "host key"),
-        (None, time.time() - 100, "expired"),
+        (None, 100.0, "expired"),
     ],
+    ids=["other-key", "expired"],
 )
 def test_a_bad_proof_is_refused_and_the_connection_closed(
-    daemon: Daemon, key: bytes | None, signed_at: float | None, reason: str
+    daemon: Daemon, key: bytes | None, age: float | None, reason: str
 ) -> None:
     """A proof signed with another key, or expired, is refused, counted and disconnected."""
     websocket, nonce = open_socket(daemon)
+    signed_at = None if age is None else time.time() - age
     proof = sign_proof(key or daemon.key, nonce, "status", now=signed_at)
 
     answer = ask(websocket, "connect", {"proof": proof.model_dump()})
