@@ -22,7 +22,8 @@ from typing import Any
 import sqlite_utils
 from eventsourcing.persistence import StoredEvent
 
-from adapters.errors import JournalBusyError
+from adapters.errors import JournalBusyError, JournalCorruptError
+from adapters.journal.failures import translated
 from adapters.journal.mapper import CatalogMapper, OrjsonTranscoder
 from projections.model import Batch, Position, Projection
 
@@ -64,6 +65,8 @@ class ProjectionRunner:
         self.projections = tuple(projections)
         self.busy_timeout = busy_timeout
         self.mapper = CatalogMapper(transcoder=OrjsonTranscoder())
+        self.damaged: JournalCorruptError | None = None
+        """Set when the file was found damaged: from then on nothing more is written to it."""
 
     # -- public ----------------------------------------------------------------------------
 
@@ -73,7 +76,7 @@ class ProjectionRunner:
         When every projection already stands at the head in its current version, nothing is
         written at all, so a query beside a busy writer needs no write lock.
         """
-        with _busy(self.database), closing(self._connect()) as db:
+        with self._guarded("catching up its projections"), closing(self._connect()) as db:
             stored = self._positions(db)
             head = self._head(db)
             current = all(stored.get(p.name) == (p.version, head) for p in self.projections)
@@ -85,7 +88,7 @@ class ProjectionRunner:
     def rebuild(self, names: Sequence[str] = (), progress: Progress | None = None) -> int:
         """Drop the named projections (all when none) and apply the whole log again."""
         chosen = [p for p in self.projections if not names or p.name in names]
-        with _busy(self.database), closing(self._connect()) as db:
+        with self._guarded("rebuilding its projections"), closing(self._connect()) as db:
             self._prepare(db)
             for projection in chosen:
                 self._reset(db, projection)
@@ -94,7 +97,7 @@ class ProjectionRunner:
 
     def status(self) -> list[Status]:
         """Each projection's stored version, position and lag behind the head of the log."""
-        with _busy(self.database), closing(self._connect()) as db:
+        with self._guarded("reading its projections' positions"), closing(self._connect()) as db:
             head = self._head(db)
             stored = self._positions(db)
         return [
@@ -109,6 +112,18 @@ class ProjectionRunner:
         ]
 
     # -- plumbing --------------------------------------------------------------------------
+
+    @contextmanager
+    def _guarded(self, doing: str) -> Iterator[None]:
+        """Typed errors for a damaged or held file; a damaged one takes no more writes."""
+        if self.damaged is not None:
+            raise self.damaged
+        try:
+            with translated(self.database, doing):
+                yield
+        except JournalCorruptError as error:
+            self.damaged = error
+            raise
 
     def _connect(self) -> sqlite3.Connection:
         try:
@@ -283,22 +298,6 @@ class ProjectionRunner:
             raise
         db.execute("COMMIT")
         return False
-
-
-@contextmanager
-def _busy(database: Path) -> Iterator[None]:
-    """Report a locked or unwritable journal as a typed error, never a trace."""
-    try:
-        yield
-    except sqlite3.OperationalError as error:
-        text = str(error)
-        if not any(sign in text for sign in _BUSY_SIGNS):
-            raise  # a projection's own mistake, not the journal's state
-        msg = f"journal {database} is busy or unwritable: {text}"
-        raise JournalBusyError(msg) from None
-
-
-_BUSY_SIGNS = ("locked", "busy", "readonly", "unable to open", "disk I/O")
 
 
 Handler = Callable[[Any, Any, Position, Batch], None]

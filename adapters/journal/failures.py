@@ -1,0 +1,71 @@
+"""The one place where SQLite's errors become typed journal errors; adapter layer.
+
+SQLite reports a damaged file as `sqlite3.DatabaseError` ("database disk image is
+malformed", "file is not a database", ...) and a held lock as `OperationalError`; the
+eventsourcing library wraps both in its own classes. `translated` turns either into
+`JournalCorruptError` or `JournalBusyError`, naming the file and the operation that failed,
+and lets every other error (a conflict, a mistake in a query) pass unchanged.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from eventsourcing import persistence
+
+from adapters.errors import JournalBusyError, JournalCorruptError, JournalError
+
+CORRUPT_SIGNS = ("disk image is malformed", "malformed database schema", "is not a database")
+"""Words of SQLite's messages for a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB)."""
+BUSY_SIGNS = ("locked", "busy", "readonly", "unable to open", "disk I/O")
+"""Words of SQLite's messages for a file held or refused by the system, not damaged."""
+RECOVERY_HINT = "nothing was written to it; see Recovery in docs/journal.md"
+
+
+def _sqlite_cause(error: BaseException) -> BaseException:
+    """The sqlite3 error behind `error` (the library's wrappers keep it as their cause)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, sqlite3.Error):
+            return seen
+        seen = seen.__cause__
+    return error
+
+
+def sqlite_error_text(error: BaseException) -> str:
+    """SQLite's own message for `error`, without the wrappers' decoration."""
+    return str(_sqlite_cause(error))
+
+
+def corrupt_error(path: Path, doing: str, what: str) -> JournalCorruptError:
+    """The error for a damaged journal: which file, which operation, what SQLite said."""
+    return JournalCorruptError(f"journal {path} is damaged: {doing}: {what}; {RECOVERY_HINT}")
+
+
+def classify(error: BaseException, path: Path, doing: str) -> JournalError | None:
+    """The typed error for a database failure of `path` while `doing`, or None if not one."""
+    cause = _sqlite_cause(error)
+    conflict = (sqlite3.IntegrityError, sqlite3.ProgrammingError, persistence.IntegrityError)
+    if isinstance(cause, conflict):
+        return None  # a conflict or a misuse: the caller's business, not the file's state
+    text = str(cause)
+    if any(sign in text for sign in CORRUPT_SIGNS) or type(cause) is sqlite3.DatabaseError:
+        return corrupt_error(path, doing, text)
+    if any(sign in text for sign in BUSY_SIGNS):
+        return JournalBusyError(f"journal {path} is busy or unwritable: {doing}: {text}")
+    return None
+
+
+@contextmanager
+def translated(path: Path, doing: str) -> Iterator[None]:
+    """Raise a damaged or held database file as a typed error naming `path` and `doing`."""
+    try:
+        yield
+    except (sqlite3.DatabaseError, persistence.DatabaseError) as error:
+        typed = classify(error, path, doing)
+        if typed is None:
+            raise
+        raise typed from None
