@@ -4,11 +4,13 @@ SQLite reports a damaged file as `sqlite3.DatabaseError` ("database disk image i
 malformed", "file is not a database", ...) and a held lock as `OperationalError`; the
 eventsourcing library wraps both in its own classes. `translated` turns either into
 `JournalCorruptError` or `JournalBusyError`, naming the file and the operation that failed,
-and lets every other error (a conflict, a mistake in a query) pass unchanged.
+and lets every other error (a conflict, a mistake in a query) pass unchanged. A file found
+damaged is remembered, and `refuse_if_damaged` stops every later write to it.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,9 +42,38 @@ def sqlite_error_text(error: BaseException) -> str:
     return str(_sqlite_cause(error))
 
 
+_DAMAGED: dict[str, str] = {}
+"""The files this process found damaged, each with the first message about it."""
+
+
+def _key(path: Path) -> str:
+    return os.path.realpath(path)
+
+
 def corrupt_error(path: Path, doing: str, what: str) -> JournalCorruptError:
-    """The error for a damaged journal: which file, which operation, what SQLite said."""
-    return JournalCorruptError(f"journal {path} is damaged: {doing}: {what}; {RECOVERY_HINT}")
+    """The error for a damaged journal: which file, which operation, what SQLite said.
+
+    The file is remembered as damaged: from then on this process writes nothing to it.
+    """
+    message = f"journal {path} is damaged: {doing}: {what}; {RECOVERY_HINT}"
+    _DAMAGED.setdefault(_key(path), message)
+    return JournalCorruptError(message)
+
+
+def refuse_if_damaged(path: Path) -> None:
+    """Raise JournalCorruptError if this process already found `path` damaged.
+
+    Every writer calls this before it writes, so a file that failed a check once is never
+    written again by this process, whichever part of it met the damage.
+    """
+    known = _DAMAGED.get(_key(path))
+    if known is not None:
+        raise JournalCorruptError(known)
+
+
+def forget_damage(path: Path) -> None:
+    """Let this process write to `path` again: for a file replaced by a whole copy."""
+    _DAMAGED.pop(_key(path), None)
 
 
 def classify(error: BaseException, path: Path, doing: str) -> JournalError | None:

@@ -20,8 +20,8 @@ import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -35,13 +35,12 @@ from adapters.config import JournalSettings
 from adapters.errors import (
     JournalBusyError,
     JournalConflictError,
-    JournalCorruptError,
     JournalError,
     SessionExistsError,
     UnknownSessionError,
 )
 from adapters.journal.application import SNAPSHOT_INTERVAL, SYNCHRONOUS, JournalApplication
-from adapters.journal.failures import translated
+from adapters.journal.failures import refuse_if_damaged, translated
 from adapters.journal.identity import prepare_journal_file
 from domain.base import Aggregate
 from domain.devices.aggregate import REGISTRY_ID, DeviceRegistry
@@ -93,8 +92,6 @@ class EventJournal:
         self.app = app
         self.conflict_timeout = conflict_timeout
         self.path = path or Path(str(app.env.get("SQLITE_DBNAME", "journal")))
-        self.damaged: JournalCorruptError | None = None
-        """Set when the file was found damaged: from then on nothing more is written to it."""
         self._locks: dict[UUID, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._working: OrderedDict[UUID, Aggregate] = OrderedDict()
@@ -220,8 +217,7 @@ class EventJournal:
 
     def save(self, *aggregates: Aggregate) -> None:
         """Store the pending events of `aggregates` in one transaction, then snapshot."""
-        if self.damaged is not None:
-            raise self.damaged
+        refuse_if_damaged(self.path)
         first_versions = [a.version - len(a.pending_events) for a in aggregates]
         try:
             # What Application.save does for us, without its per-object protocol checks:
@@ -245,15 +241,9 @@ class EventJournal:
         except (OperationalError, IntegrityError, JournalError) as error:
             log.warning("snapshot of %s at v%s skipped: %s", aggregate.id, aggregate.version, error)
 
-    @contextmanager
-    def _storage(self, doing: str) -> Iterator[None]:
+    def _storage(self, doing: str) -> AbstractContextManager[None]:
         """Typed errors for a damaged or held file; a damaged one takes no more writes."""
-        try:
-            with translated(self.path, doing):
-                yield
-        except JournalCorruptError as error:
-            self.damaged = error
-            raise
+        return translated(self.path, doing)
 
     def stream_version(self, stream_id: UUID) -> int:
         """How many events the stream holds (0 if none)."""

@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 import inspect
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, closing
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
@@ -22,8 +22,8 @@ from typing import Any
 import sqlite_utils
 from eventsourcing.persistence import StoredEvent
 
-from adapters.errors import JournalBusyError, JournalCorruptError
-from adapters.journal.failures import translated
+from adapters.errors import JournalBusyError
+from adapters.journal.failures import refuse_if_damaged, translated
 from adapters.journal.mapper import CatalogMapper, OrjsonTranscoder
 from projections.model import Batch, Position, Projection
 
@@ -65,8 +65,6 @@ class ProjectionRunner:
         self.projections = tuple(projections)
         self.busy_timeout = busy_timeout
         self.mapper = CatalogMapper(transcoder=OrjsonTranscoder())
-        self.damaged: JournalCorruptError | None = None
-        """Set when the file was found damaged: from then on nothing more is written to it."""
 
     # -- public ----------------------------------------------------------------------------
 
@@ -113,17 +111,10 @@ class ProjectionRunner:
 
     # -- plumbing --------------------------------------------------------------------------
 
-    @contextmanager
-    def _guarded(self, doing: str) -> Iterator[None]:
+    def _guarded(self, doing: str) -> AbstractContextManager[None]:
         """Typed errors for a damaged or held file; a damaged one takes no more writes."""
-        if self.damaged is not None:
-            raise self.damaged
-        try:
-            with translated(self.database, doing):
-                yield
-        except JournalCorruptError as error:
-            self.damaged = error
-            raise
+        refuse_if_damaged(self.database)
+        return translated(self.database, doing)
 
     def _connect(self) -> sqlite3.Connection:
         try:

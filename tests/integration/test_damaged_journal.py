@@ -29,6 +29,7 @@ from tests.integration.sqlite_helpers import (
 )
 
 CORRUPT_EXIT = JournalCorruptError.exit_code
+DOCS = Path(__file__).parents[2] / "docs"
 runner = CliRunner()
 
 
@@ -162,3 +163,11 @@ def test_a_server_on_a_damaged_journal_exits_with_one_line_instead_of_starting(
     assert_refused(damaged, done.returncode, done.stderr)
     assert "" == done.stdout
     assert before == damaged.state()
+
+
+def test_the_damaged_journal_exit_code_is_documented() -> None:
+    """docs/cli.md lists the damaged-journal exit code in its table of exit codes."""
+    rows = [line for line in (DOCS / "cli.md").read_text().splitlines() if line.startswith("| ")]
+    documented = {row.split("|")[1].strip(): row for row in rows}
+
+    assert "damaged" in documented[str(CORRUPT_EXIT)]

@@ -21,8 +21,10 @@ from adapters.journal.identity import SCHEMA_VERSION, check_journal_file, prepar
 from adapters.journal.integrity import integrity_failures
 from adapters.journal.journal import SqliteJournal
 from adapters.journal.reader import JournalReader
+from adapters.projections.runner import ProjectionRunner
 from domain.ids import SessionId
 from domain.session.values import Audience, SessionKind
+from projections.registry import ALL_PROJECTIONS
 from tests.integration.sqlite_helpers import (
     companions,
     damage_root_page,
@@ -30,6 +32,7 @@ from tests.integration.sqlite_helpers import (
     grow,
     open_with_writer,
     sha256,
+    table_names,
 )
 
 
@@ -224,3 +227,25 @@ def test_damage_met_in_use_stops_every_later_write(tmp_path: Path) -> None:
         journal.close()
 
     assert digest == sha256(path)
+
+
+def test_damage_the_journal_met_stops_the_projections_writing_too(tmp_path: Path) -> None:
+    """After the journal met a damaged page, a projection catch-up creates no table."""
+    path = tmp_path / "ledgerclaw.db"
+    journal = SqliteJournal(path)
+    session_id, run_id = open_with_writer(journal)
+    grow(journal, session_id, run_id, 300)
+    journal.close()
+    damage_last_leaf(path)
+    journal = SqliteJournal(path)
+    try:
+        with pytest.raises(JournalCorruptError):
+            journal.session(session_id)
+    finally:
+        journal.close()
+    tables = table_names(path)
+
+    with pytest.raises(JournalCorruptError, match=f"reading {session_id}"):
+        ProjectionRunner(path, ALL_PROJECTIONS).catch_up()
+
+    assert tables == table_names(path)
