@@ -76,6 +76,13 @@ def forget_damage(path: Path) -> None:
     _DAMAGED.pop(_key(path), None)
 
 
+def is_damage(error: BaseException) -> bool:
+    """Whether `error` says the file is damaged (rather than held, refused or misused)."""
+    cause = _sqlite_cause(error)
+    text = str(cause)
+    return type(cause) is sqlite3.DatabaseError or any(sign in text for sign in CORRUPT_SIGNS)
+
+
 def classify(error: BaseException, path: Path, doing: str) -> JournalError | None:
     """The typed error for a database failure of `path` while `doing`, or None if not one."""
     cause = _sqlite_cause(error)
@@ -83,7 +90,7 @@ def classify(error: BaseException, path: Path, doing: str) -> JournalError | Non
     if isinstance(cause, conflict):
         return None  # a conflict or a misuse: the caller's business, not the file's state
     text = str(cause)
-    if any(sign in text for sign in CORRUPT_SIGNS) or type(cause) is sqlite3.DatabaseError:
+    if is_damage(cause):
         return corrupt_error(path, doing, text)
     if any(sign in text for sign in BUSY_SIGNS):
         return JournalBusyError(f"journal {path} is busy or unwritable: {doing}: {text}")

@@ -19,7 +19,7 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 
 from adapters.errors import NotAJournalError
-from adapters.journal.failures import sqlite_error_text
+from adapters.journal.failures import is_damage, sqlite_error_text
 from adapters.journal.header import companions, read_header, truncation, wal_has_content
 
 MAX_FAILURES = 20
@@ -43,17 +43,14 @@ def _quoted(name: str) -> str:
 
 def _probe_queries(db: sqlite3.Connection) -> Iterator[tuple[str, str]]:
     """(what, SQL) for reading the first entry of every table and index of the schema."""
-    without_rowid = {
-        row[1] for row in db.execute("PRAGMA main.table_list") if row[4]
-    }  # (schema, name, type, ncol, wr, strict)
     objects = db.execute(
         "SELECT type, name, tbl_name FROM sqlite_master"
         " WHERE rootpage > 0 AND type IN ('table', 'index') ORDER BY rootpage"
     ).fetchall()
     for kind, name, table in objects:
         if kind == "table":
-            order = "" if name in without_rowid else " ORDER BY rowid"
-            yield f"table {name}", f"SELECT * FROM {_quoted(name)}{order} LIMIT 1"  # noqa: S608 - names from the schema
+            # A scan for every column reads the table's own tree, from its root down.
+            yield f"table {name}", f"SELECT * FROM {_quoted(name)} LIMIT 1"  # noqa: S608 - names from the schema
             continue
         columns = [row[2] for row in db.execute(f"PRAGMA index_info({_quoted(name)})")]
         if not columns or columns[0] is None:
@@ -71,10 +68,15 @@ def probe(db: sqlite3.Connection) -> str | None:
     what = "the schema"
     try:
         for what, sql in _probe_queries(db):  # noqa: B007 - `what` names the failing read
-            db.execute(sql).fetchall()
+            try:
+                db.execute(sql).fetchall()
+            except sqlite3.OperationalError as error:
+                if "no query solution" not in str(error):
+                    raise
+                # A partial index this query cannot use; the full check covers it.
     except sqlite3.DatabaseError as error:
-        if isinstance(error, sqlite3.OperationalError) and "no query solution" in str(error):
-            return None  # a partial index the probe cannot use; the full check covers it
+        if not is_damage(error):
+            raise  # held or refused, not damaged: the caller says so
         return f"reading {what}: {sqlite_error_text(error)}"
     return None
 
