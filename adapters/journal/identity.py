@@ -46,11 +46,15 @@ def _current_user_version(path: Path, header: Header) -> int:
 def _stamp_new(path: Path) -> None:
     # Created (or narrowed) owner-only before SQLite opens it, whatever the umask; SQLite
     # gives the `-wal` and `-shm` files the same mode.
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), JOURNAL_MODE)
     try:
-        os.fchmod(descriptor, JOURNAL_MODE)
-    finally:
-        os.close(descriptor)
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, JOURNAL_MODE)
+        try:
+            os.fchmod(descriptor, JOURNAL_MODE)
+        finally:
+            os.close(descriptor)
+    except OSError as error:
+        msg = f"cannot create journal {path}: {error.strerror or error}"
+        raise JournalBusyError(msg) from None
     try:
         with closing(sqlite3.connect(path, timeout=5)) as conn:
             conn.execute("PRAGMA journal_mode=WAL")
