@@ -1,13 +1,17 @@
-"""Every command on a journal whose events table has a damaged root page, through the real CLI.
+"""Every command on a damaged, truncated or newer-schema journal, through the real CLI.
 
-Each must print one line naming the file and what failed, exit with the documented code, and
-leave the file exactly as it was: same bytes, same tables, nothing beside it.
+The damaged journal lost the root page of its events table. Each command must print one line
+naming the file and what failed, exit with the documented code, and leave the file exactly
+as it was: same bytes, same tables, nothing beside it.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
+from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from adapters.errors import JournalCorruptError
+from adapters.journal.identity import SCHEMA_VERSION
 from adapters.journal.journal import SqliteJournal
 from adapters.projections.runner import ProjectionRunner
 from cli.app import app
@@ -24,6 +29,7 @@ from tests.daemon_harness import CLI, environment, free_port
 from tests.integration.sqlite_helpers import (
     companions,
     damage_root_page,
+    fingerprint,
     sha256,
     table_names,
 )
@@ -171,3 +177,40 @@ def test_the_damaged_journal_exit_code_is_documented() -> None:
     documented = {row.split("|")[1].strip(): row for row in rows}
 
     assert "damaged" in documented[str(CORRUPT_EXIT)]
+
+
+def truncate(path: Path) -> None:
+    """Cut the file to half its length."""
+    with path.open("r+b") as file:
+        file.truncate(path.stat().st_size // 2)
+
+
+def bump_schema(path: Path) -> None:
+    """Stamp the journal with a schema version newer than this code knows."""
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+        conn.commit()
+
+
+@pytest.mark.parametrize(("spoil", "code"), [(truncate, CORRUPT_EXIT), (bump_schema, 5)])
+@pytest.mark.parametrize(
+    "command",
+    [["session", "list"], ["devices", "list"], ["projections", "rebuild"], ["doctor"]],
+    ids=" ".join,
+)
+def test_a_truncated_or_newer_journal_leaves_nothing_beside_it(
+    home: Path, spoil: Callable[[Path], None], code: int, command: list[str]
+) -> None:
+    """Refusing a truncated or newer-schema journal changes no byte and adds no -wal or -shm."""
+    home.mkdir(parents=True)
+    journal = SqliteJournal(home / "ledgerclaw.db")
+    write_sample_session(journal)
+    journal.close()
+    spoil(home / "ledgerclaw.db")
+    before = fingerprint(home / "ledgerclaw.db")
+
+    result = runner.invoke(app, command)
+
+    assert (1 if command == ["doctor"] else code) == result.exit_code
+    assert "Traceback" not in result.output
+    assert before == fingerprint(home / "ledgerclaw.db")
