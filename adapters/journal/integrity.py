@@ -30,10 +30,11 @@ MAX_FAILURES = 20
 def read_only(path: Path, *, timeout: float = 5.0) -> Iterator[sqlite3.Connection]:
     """A read-only connection to `path` that creates no `-wal` or `-shm` beside it."""
     # Without companions no connection is open: the main file is all there is, and opening it
-    # as immutable creates none. (A writer that starts meanwhile writes to its new WAL only,
-    # until a checkpoint, far beyond the few pages a probe reads.)
+    # as immutable creates none. A writer that starts meanwhile commits to its new WAL, not to
+    # the main file, until its first checkpoint (a thousand pages later by default).
     mode = "ro" if companions(path) else "ro&immutable=1"
-    with closing(sqlite3.connect(f"{path.as_uri()}?mode={mode}", uri=True, timeout=timeout)) as db:
+    uri = f"{path.absolute().as_uri()}?mode={mode}"
+    with closing(sqlite3.connect(uri, uri=True, timeout=timeout)) as db:
         yield db
 
 
