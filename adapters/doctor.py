@@ -11,13 +11,16 @@ from eventsourcing.persistence import StoredEvent
 from pydantic import BaseModel
 
 from adapters.config import Config, load_config
+from adapters.errors import JournalCorruptError
 from adapters.home import Home, ensure_home
+from adapters.journal.failures import translated
 from adapters.journal.identity import (
     SCHEMA_VERSION,
     check_journal_file,
     prepare_journal_file,
     read_schema_version,
 )
+from adapters.journal.integrity import integrity_failures
 from adapters.journal.mapper import CatalogMapper, OrjsonTranscoder
 from domain.errors import LedgerclawError
 
@@ -104,13 +107,14 @@ def _journal_checks(report: DoctorReport, database: Path, progress: Progress | N
         )
     )
     uri = f"{database.as_uri()}?mode=ro"
-    with closing(sqlite3.connect(uri, uri=True, timeout=5)) as conn:
+    with (
+        translated(database, "checking it"),
+        closing(sqlite3.connect(uri, uri=True, timeout=5)) as conn,
+    ):
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
         report.checks.append(Check(name="wal", ok=mode == "wal", detail=f"journal mode {mode}"))
-        problems = [row[0] for row in conn.execute("PRAGMA integrity_check")]
-        report.checks.append(
-            Check(name="integrity", ok=problems == ["ok"], detail="; ".join(problems[:5]))
-        )
+        if not _integrity_check(report, database):
+            return
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         if "stored_events" not in tables:
             report.checks.append(Check(name="events", ok=True, detail="no events yet"))
@@ -134,6 +138,14 @@ def _journal_checks(report: DoctorReport, database: Path, progress: Progress | N
                     + "".join(f"; {f}" for f in failures[:MAX_REPORTED_FAILURES]),
                 )
             )
+
+
+def _integrity_check(report: DoctorReport, database: Path) -> bool:
+    """Add the integrity check of `database` to the report; whether it passed."""
+    problems = integrity_failures(database, limit=MAX_REPORTED_FAILURES)
+    detail = "; ".join(problems) if problems else "ok"
+    report.checks.append(Check(name="integrity", ok=not problems, detail=detail))
+    return not problems
 
 
 def run_doctor(home: Home, progress: Progress | None = None) -> DoctorReport:
@@ -166,6 +178,10 @@ def run_doctor(home: Home, progress: Progress | None = None) -> DoctorReport:
             detail = "created an empty journal" if created else "ledgerclaw journal"
         report.checks.append(Check(name="journal", ok=True, detail=detail))
         _journal_checks(report, home.database, progress)
+    except JournalCorruptError as error:
+        report.checks.append(Check(name="journal", ok=False, detail=str(error)))
+        if not any(check.name == "integrity" for check in report.checks):
+            _integrity_check(report, home.database)
     except LedgerclawError as error:
         report.checks.append(Check(name="journal", ok=False, detail=str(error)))
     return report

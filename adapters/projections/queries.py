@@ -20,8 +20,9 @@ from typing import Any
 import orjson
 
 from adapters import wiring
-from adapters.errors import JournalBusyError, UnknownSessionError
+from adapters.errors import UnknownSessionError
 from adapters.home import Home
+from adapters.journal.failures import translated
 from adapters.journal.reader import JournalReader
 from adapters.projections.runner import Progress, ProjectionRunner, Status
 from domain.errors import LedgerclawError
@@ -243,13 +244,12 @@ class Audit:
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         uri = f"{self.home.database.as_uri()}?mode=ro"
-        try:
-            with closing(sqlite3.connect(uri, uri=True, timeout=5)) as db:
-                db.row_factory = sqlite3.Row
-                yield db
-        except sqlite3.OperationalError as error:
-            msg = f"cannot read the read models in {self.home.database}: {error}"
-            raise JournalBusyError(msg) from None
+        with (
+            translated(self.home.database, "reading its read models"),
+            closing(sqlite3.connect(uri, uri=True, timeout=5)) as db,
+        ):
+            db.row_factory = sqlite3.Row
+            yield db
 
     def _rows(self, sql: str, params: Sequence[Any], table: str, extra: Sequence[str] = ()) -> Rows:
         if not self.exists:
