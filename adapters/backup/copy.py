@@ -71,11 +71,15 @@ def default_name(at: datetime) -> str:
 
 
 def create_backup(
-    home: Home, target: Path | None = None, progress: Progress | None = None
+    home: Home,
+    target: Path | None = None,
+    progress: Progress | None = None,
+    pages_per_step: int = PAGES_PER_STEP,
 ) -> CreatedBackup:
     """Copy the home's journal to `target` (a file or a directory) and write its manifest.
 
     Without `target` the copy goes to `backups/` in the home, named for the time.
+    `progress` is told the pages copied after every `pages_per_step` pages.
 
     Raises:
         BackupNotFoundError: the home has no journal yet.
@@ -96,7 +100,7 @@ def create_backup(
         msg = f"cannot write a backup in {directory}: {error.strerror or error}"
         raise BackupTargetError(msg) from None
     try:
-        _copy(source, staged, progress)
+        _copy(source, staged, progress, pages_per_step)
         facts = examine_copy(staged)
         if facts.problems:
             msg = (
@@ -156,7 +160,7 @@ def _target(home: Home, target: Path | None, at: datetime) -> tuple[Path, str, b
     return directory, target.name, False
 
 
-def _copy(source: Path, staged: Path, progress: Progress | None) -> None:
+def _copy(source: Path, staged: Path, progress: Progress | None, pages: int) -> None:
     def step(_status: int, remaining: int, total: int) -> None:
         if progress:
             progress(total - remaining, total)
@@ -177,7 +181,7 @@ def _copy(source: Path, staged: Path, progress: Progress | None) -> None:
             # so the daemon's commits meanwhile never restart the copy.
             live.execute("BEGIN")
             live.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            live.backup(copy, pages=PAGES_PER_STEP, progress=step)
+            live.backup(copy, pages=pages, progress=step)
             live.execute("COMMIT")
             copy.execute("PRAGMA journal_mode=DELETE").fetchone()
     except sqlite3.Error as error:

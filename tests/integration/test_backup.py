@@ -15,13 +15,19 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from adapters.backup.copy import create_backup
+from adapters.backup.verify import verify_backup
+from adapters.home import Home
 from adapters.journal.journal import SqliteJournal
 from cli.app import app
 from domain.ids import SessionId
 from tests.builders import write_sample_session
+from tests.daemon_harness import wait_for
 from tests.integration.sqlite_helpers import query
 
 runner = CliRunner()
+EVENTS = "SELECT originator_id, originator_version FROM stored_events"
+COMMITS_DURING_COPY = 3
 
 HOLD_OPEN = """
 import sqlite3, sys, time
@@ -31,6 +37,22 @@ print("open", flush=True)
 time.sleep(60)
 """
 """Keeps one connection to the journal open, as a command or a tool call in progress does."""
+KEEP_WRITING = """
+import sys
+from pathlib import Path
+from adapters.backup.copy import create_backup
+from adapters.backup.verify import verify_backup
+from adapters.home import Home
+from adapters.journal.journal import SqliteJournal
+from tests.builders import write_sample_session
+from tests.daemon_harness import wait_for
+journal = SqliteJournal(Path(sys.argv[1]))
+write_sample_session(journal, "main:writer")
+print("writing", flush=True)
+while True:
+    write_sample_session(journal, "main:writer")
+"""
+"""Writes one session after another into the journal until killed."""
 
 
 def invoke(*args: str) -> tuple[int, str, str]:
@@ -150,6 +172,40 @@ def test_create_writes_an_owner_only_copy_and_its_manifest_in_the_home(home: Pat
     code, out, _ = invoke("backup", "verify", str(copy))
     assert 0 == code
     assert f"backup ok: {copy}" in out
+
+
+def test_a_copy_made_page_by_page_beside_a_writer_is_one_consistent_instant(home: Path) -> None:
+    """Another process commits between the copy's steps; the copy never restarts or mixes."""
+    for index in range(5):
+        add_session(home, f"main:{index}")
+    database = home / "ledgerclaw.db"
+    steps: list[int] = []
+
+    def count() -> int:
+        return int(query(database, "SELECT count(*) FROM stored_events")[0][0])
+
+    def step(done: int, _total: int) -> None:
+        steps.append(done)
+        if len(steps) <= COMMITS_DURING_COPY:
+            seen = count()
+            wait_for(lambda: count() > seen, what="the writer's next commit")
+
+    with subprocess.Popen(
+        [sys.executable, "-c", KEEP_WRITING, str(database)], stdout=subprocess.PIPE, text=True
+    ) as writer:
+        try:
+            assert writer.stdout is not None
+            assert "writing" == writer.stdout.readline().strip()
+            before = set(query(database, EVENTS))
+            created = create_backup(Home(home), progress=step, pages_per_step=1)
+        finally:
+            writer.kill()
+    copied = set(query(created.path, EVENTS))
+    assert set() == before - copied
+    assert sorted(set(steps)) == steps
+    assert created.manifest == verify_backup(created.path).manifest
+    assert len(copied) == created.manifest.events
+    assert len(copied) < count()
 
 
 def test_create_into_a_directory_names_each_copy_apart(home: Path, tmp_path: Path) -> None:
