@@ -21,6 +21,7 @@ from typing import Self
 from adapters.backup.errors import RestoreRefusedError
 from adapters.daemon.hosts import live_hosts
 from adapters.daemon.lock import DaemonAlreadyRunningError, DaemonLock
+from adapters.daemon.state import read_daemon_state
 from adapters.home import Home, ensure_home
 
 SHM_DMS_BYTE = 128
@@ -52,8 +53,13 @@ class HomeGuard:
         ensure_home(self.home)
         try:
             self._lock.acquire(port=0)
-        except DaemonAlreadyRunningError as error:
-            msg = f"{error}; stop it before restoring ({_NOTHING_CHANGED})"
+        except DaemonAlreadyRunningError:
+            state = read_daemon_state(self.home)
+            which = "" if state is None else f" (pid {state.pid}, port {state.port})"
+            msg = (
+                f"a daemon{which} is running for home {self.home.root};"
+                f" stop it before restoring ({_NOTHING_CHANGED})"
+            )
             raise RestoreRefusedError(msg) from None
         try:
             self._refuse_hosts()

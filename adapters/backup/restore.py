@@ -59,7 +59,7 @@ def restore_backup(home: Home, path: Path, progress: Progress | None = None) -> 
         RestoreRefusedError: a daemon, `mcp serve` or an open connection holds the home.
         BackupTargetError: the home cannot take the copy; the journal is unchanged.
     """
-    verified = verify_backup(path)
+    verified = verify_backup(path, progress)
     with HomeGuard(home):
         journal = home.database
         try:

@@ -345,6 +345,20 @@ def test_restore_brings_back_the_copy_and_keeps_the_replaced_journal(home: Path)
     assert ["main:after", "main:first"] == listed_keys()
 
 
+def test_restore_into_a_new_home_needs_no_journal_there(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy restored into a home that does not exist yet creates it; nothing is kept aside."""
+    add_session(home, "main:first")
+    copy = create()["path"]
+    monkeypatch.setenv("LEDGERCLAW_HOME", str(tmp_path / "new-home"))
+    code, out, err = invoke("backup", "restore", str(copy), "--json")
+    assert 0 == code, err
+    assert json.loads(out)["replaced"] is None
+    assert ["main:first"] == listed_keys()
+    assert 0o700 == stat.S_IMODE((tmp_path / "new-home").stat().st_mode)
+
+
 def test_restore_replaces_a_damaged_journal(home: Path) -> None:
     """The remedy for a broken journal: restore the last backup, and the doctor is content."""
     add_session(home, "main:first")

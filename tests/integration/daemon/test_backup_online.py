@@ -118,7 +118,7 @@ def test_restore_is_refused_while_the_daemon_runs_and_works_once_it_stopped(
     daemon = start_daemon(home)
     try:
         line = refusal(run_cli(home, "backup", "restore", copy))
-        assert "a daemon is already running" in line
+        assert f"a daemon (pid {daemon.process.pid}, port {daemon.port}) is running" in line
         assert "nothing was changed" in line
         assert [] == replaced_files(home)
     finally:
