@@ -174,6 +174,7 @@ def test_create_writes_an_owner_only_copy_and_its_manifest_in_the_home(home: Pat
     assert f"backup ok: {copy}" in out
 
 
+@pytest.mark.slow
 def test_a_copy_made_page_by_page_beside_a_writer_is_one_consistent_instant(home: Path) -> None:
     """Another process commits between the copy's steps; the copy never restarts or mixes."""
     for index in range(5):

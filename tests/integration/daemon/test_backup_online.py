@@ -63,6 +63,7 @@ def replaced_files(home: Path) -> list[str]:
     return sorted(p.name for p in found if not p.name.endswith(("-wal", "-journal")))
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_a_copy_taken_while_the_daemon_writes_holds_every_committed_event(
     daemon: RunningDaemon, work: Path
@@ -104,6 +105,7 @@ async def test_a_copy_taken_while_the_daemon_writes_holds_every_committed_event(
     assert set() == copied - set(query(database, EVENTS))
 
 
+@pytest.mark.slow
 def test_restore_is_refused_while_the_daemon_runs_and_works_once_it_stopped(
     tmp_path: Path, work: Path
 ) -> None:
@@ -130,6 +132,7 @@ def test_restore_is_refused_while_the_daemon_runs_and_works_once_it_stopped(
     assert 1 == len(replaced_files(home))
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_restore_is_refused_while_mcp_serve_holds_the_home(
     tmp_path: Path, work: Path
