@@ -16,13 +16,14 @@ import pytest
 from typer.testing import CliRunner
 
 from adapters.backup.copy import create_backup
+from adapters.backup.guard import HomeGuard
 from adapters.backup.verify import verify_backup
 from adapters.home import Home
 from adapters.journal.journal import SqliteJournal
 from cli.app import app
 from domain.ids import SessionId
 from tests.builders import write_sample_session
-from tests.daemon_harness import wait_for
+from tests.daemon_harness import free_port, run_cli, wait_for
 from tests.integration.sqlite_helpers import query
 
 runner = CliRunner()
@@ -41,11 +42,12 @@ KEEP_WRITING = """
 import sys
 from pathlib import Path
 from adapters.backup.copy import create_backup
+from adapters.backup.guard import HomeGuard
 from adapters.backup.verify import verify_backup
 from adapters.home import Home
 from adapters.journal.journal import SqliteJournal
 from tests.builders import write_sample_session
-from tests.daemon_harness import wait_for
+from tests.daemon_harness import free_port, run_cli, wait_for
 journal = SqliteJournal(Path(sys.argv[1]))
 write_sample_session(journal, "main:writer")
 print("writing", flush=True)
@@ -53,6 +55,10 @@ while True:
     write_sample_session(journal, "main:writer")
 """
 """Writes one session after another into the journal until killed."""
+OPEN_JOURNAL = """
+import sqlite3, sys
+sqlite3.connect(sys.argv[1], timeout=0).execute("SELECT count(*) FROM stored_events").fetchone()
+"""
 
 
 def invoke(*args: str) -> tuple[int, str, str]:
@@ -411,3 +417,23 @@ def test_restore_is_refused_while_another_process_has_the_journal_open(home: Pat
     assert ["main:first", "main:later"] == listed_keys()
     assert not any(p.name.startswith("ledgerclaw.db.") for p in (home / "backups").iterdir())
     assert not (home / "daemon.pid").exists()
+
+
+@pytest.mark.slow
+def test_while_a_restore_holds_the_home_nothing_starts_or_opens_the_journal(home: Path) -> None:
+    """The guard a restore takes keeps a daemon from starting and any process from reading."""
+    add_session(home, "main:first")
+    database = home / "ledgerclaw.db"
+    with HomeGuard(Home(home)):
+        daemon = run_cli(home, "daemon", "run", "--port", str(free_port()))
+        opener = subprocess.run(
+            [sys.executable, "-c", OPEN_JOURNAL, str(database)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    assert 3 == daemon.returncode
+    assert "a daemon is already running" in one_error_line(daemon.stderr)
+    assert 0 != opener.returncode
+    assert "sqlite3.OperationalError" in opener.stderr
+    assert ["main:first"] == listed_keys()
