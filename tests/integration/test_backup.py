@@ -326,7 +326,8 @@ def test_create_from_a_damaged_journal_fails_and_writes_no_copy(home: Path) -> N
     code, _, err = invoke("backup", "create")
     assert 7 == code
     assert "damaged" in one_error_line(err) or "failed its check" in one_error_line(err)
-    assert [] == list((home / "backups").iterdir())
+    backups = home / "backups"
+    assert [] == (list(backups.iterdir()) if backups.exists() else [])
     assert before == database.read_bytes()
 
 
