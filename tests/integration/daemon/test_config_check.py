@@ -388,6 +388,13 @@ def test_config_check_json_on_success(home: Path) -> None:
         "ok": True,
         "path": str(home / "config.toml"),
         "error": None,
+        "warnings": [
+            (
+                f"no trusted roots in {home / 'config.toml'}: tools can use only each session's"
+                " own storage, and every other path is denied as outside_roots. Add"
+                " [[tools.roots]] (see docs/tools.md)."
+            )
+        ],
         "summary": {
             "config_found": True,
             "port": 8100,
@@ -426,6 +433,7 @@ def test_config_check_json_on_failure(home: Path) -> None:
         "path": str(path),
         "error": f"config {path} is invalid: daemon.port: expected an integer from 1 to 65535,"
         " got 0",
+        "warnings": [],
         "summary": None,
     }
     assert expected == json.loads(out)
