@@ -25,6 +25,7 @@ def ledgerclaw(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run the console entry point as its own process on `home`."""
     return subprocess.run(
         [sys.executable, "-c", "from cli.app import main; main()", *args],
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=120,
@@ -44,12 +45,18 @@ def assert_one_line_error(done: subprocess.CompletedProcess[str], path: Path) ->
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_a_deeply_nested_config_is_one_line_in_every_command(home: Path, shape: str) -> None:
-    """`config check`, `session list`, `tool list` exit 4 with one line; doctor reports it."""
+    """Every command exits 4 with one line, starting nothing; doctor reports it in its row."""
     home.mkdir()
     path = home / "config.toml"
     path.write_text(SHAPES[shape])
 
-    for command in (["config", "check"], ["session", "list"], ["tool", "list"]):
+    for command in (
+        ["config", "check"],
+        ["session", "list"],
+        ["tool", "list"],
+        ["daemon", "run"],
+        ["mcp", "serve"],
+    ):
         assert_one_line_error(ledgerclaw(home, *command), path)
     doctor = ledgerclaw(home, "doctor", "--json")
     checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
@@ -65,7 +72,7 @@ def test_a_deeply_nested_secrets_file_is_one_line_in_every_command(home: Path, s
     path.write_text(SHAPES[shape])
     path.chmod(0o600)
 
-    for command in (["config", "check"], ["tool", "list"]):
+    for command in (["config", "check"], ["tool", "list"], ["daemon", "run"]):
         assert_one_line_error(ledgerclaw(home, *command), path)
     doctor = ledgerclaw(home, "doctor", "--json")
     checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
