@@ -10,7 +10,7 @@ from pathlib import Path
 from eventsourcing.persistence import StoredEvent
 from pydantic import BaseModel
 
-from adapters.config import Config, load_config
+from adapters.config import Config, check_secrets, load_config
 from adapters.errors import JournalCorruptError
 from adapters.home import Home, ensure_home
 from adapters.journal.failures import translated
@@ -22,6 +22,7 @@ from adapters.journal.identity import (
 )
 from adapters.journal.integrity import integrity_failures
 from adapters.journal.mapper import CatalogMapper, OrjsonTranscoder
+from adapters.tools.root_checks import check_roots, root_warnings, unusable_roots
 from domain.errors import LedgerclawError
 
 Progress = Callable[[int, int], None]
@@ -37,6 +38,8 @@ class Check(BaseModel):
     name: str
     ok: bool
     detail: str
+    warning: bool = False
+    """Passed, with something to look at (a missing root): it does not fail the doctor."""
 
 
 class DoctorReport(BaseModel):
@@ -148,6 +151,28 @@ def _integrity_check(report: DoctorReport, database: Path) -> bool:
     return not problems
 
 
+def secrets_check(home: Home) -> Check:
+    """secrets.toml as a start checks it: owner-only, only `[redact] values`."""
+    try:
+        values = check_secrets(home.secrets)
+    except LedgerclawError as error:
+        return Check(name="secrets", ok=False, detail=str(error))
+    detail = "no secrets file" if values is None else f"{values} values, owner-only"
+    return Check(name="secrets", ok=True, detail=detail)
+
+
+def roots_check(home: Home, config: Config) -> Check:
+    """The configured roots: one that is not a directory fails, a missing one warns."""
+    roots = check_roots(config.tools.roots)
+    problems = unusable_roots(roots)
+    if problems:
+        return Check(name="roots", ok=False, detail="; ".join(problems))
+    warnings = root_warnings(roots, home.config)
+    if warnings:
+        return Check(name="roots", ok=True, warning=True, detail="; ".join(warnings))
+    return Check(name="roots", ok=True, detail=f"{len(roots)} directories")
+
+
 def run_doctor(home: Home, progress: Progress | None = None) -> DoctorReport:
     """Check `home`, creating it and an empty journal when they do not exist yet."""
     report = DoctorReport(home=str(home.root), database=str(home.database))
@@ -166,6 +191,9 @@ def run_doctor(home: Home, progress: Progress | None = None) -> DoctorReport:
         report.checks.append(Check(name="config", ok=True, detail=detail))
     except LedgerclawError as error:
         report.checks.append(Check(name="config", ok=False, detail=str(error)))
+    report.checks.append(secrets_check(home))
+    if config is not None:
+        report.checks.append(roots_check(home, config))
     try:
         if config is None:
             if not check_journal_file(home.database):

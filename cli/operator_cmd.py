@@ -71,11 +71,15 @@ def _decide(
     if json_output:
         render.emit_json(answer)
         return
+    call = f"{answer['id']} ({answer['tool']}: {answer['summary']})"
+    if answer["verdict"] != "approved":
+        # A denial has no reach: it ends the one waiting call.
+        render.out.print(f"denied {call}; it will not run")
+        return
     reach = {"once": "this call only", "session": "the rest of the session"}.get(
         answer["scope"], f"paths under {directory}"
     )
-    verb = "approved" if answer["verdict"] == "approved" else "denied"
-    render.out.print(f"{verb} {answer['id']} ({answer['tool']}: {answer['summary']}) for {reach}")
+    render.out.print(f"approved {call} for {reach}")
 
 
 SESSION_SCOPE = typer.Option(

@@ -213,6 +213,8 @@ def doctor(report: DoctorReport) -> None:
     table.add_column("detail", overflow="fold")
     for check in report.checks:
         verdict = Text("ok", style="green") if check.ok else Text("FAIL", style="bold red")
+        if check.ok and check.warning:
+            verdict = Text("warn", style="yellow")
         table.add_row(check.name, verdict, check.detail)
     out.print(table)
     summary = "healthy" if report.ok else "problems found"

@@ -143,21 +143,43 @@ def _when(stamp: object, *, with_day: bool) -> str:
 
 
 def _why(row: dict[str, Any]) -> str:
-    """How an attempt was decided and ended, in words: rule or denial, approval, outcome."""
+    """How an attempt was decided and ended, in words: rule or denial, approval, outcome.
+
+    A rejected or expired approval's denial detail repeats the approval (`approval rejected
+    by …`); it is left out, so the decision is said once.
+    """
     parts = []
+    decided = _decided(row)
+    detail = row["detail"]
+    if decided and detail == f"approval {row['approval_verdict']} by {row['decided_by']}":
+        detail = None
     reason = row["failure_category"] or row["rule"] or ""
-    if row["detail"]:
-        reason = f"{reason}: {row['detail']}" if reason else row["detail"]
+    if detail:
+        reason = f"{reason}: {detail}" if reason else detail
     if reason:
         parts.append(reason)
-    if row["decided_by"]:
-        verdict = row["approval_verdict"] or "decided"
-        scope = f", {row['approval_scope']}" if row["approval_scope"] else ""
-        parts.append(f"{verdict} by {row['decided_by']}{scope}")
+    if decided:
+        parts.append(decided)
     ending = row["outcome"] or row["remediation"]
     if ending:
         parts.append(f"-> {ending}")
     return one_line("; ".join(parts))
+
+
+_REACH = {"once": "once", "session": "for the session", "directory": "for a directory"}
+
+
+def _decided(row: dict[str, Any]) -> str:
+    """Who answered the approval question and how: `approved once by …`, `rejected by …`."""
+    who, verdict = row["decided_by"], row["approval_verdict"]
+    if not who:
+        return ""
+    if verdict == "approved":
+        reach = _REACH.get(row["approval_scope"] or "once", row["approval_scope"])
+        return f"approved {reach} by {who}"
+    if verdict == "expired":
+        return "expired unanswered"
+    return f"{verdict or 'decided'} by {who}"
 
 
 def attempts(rows: Sequence[dict[str, Any]]) -> None:

@@ -27,6 +27,7 @@ from adapters.tools.runs import end_run
 from cli import render
 from cli.app import app
 from domain.ids import AttemptId, SessionId
+from domain.session.values import ApprovalVerdict
 from tests.pipeline import approving, make_pipeline
 
 runner = CliRunner()
@@ -161,7 +162,24 @@ def test_audit_attempts_shows_who_approved_what(story: Story) -> None:
     assert [str(story.approved)] == [r["attempt_id"] for r in decided]
     code, out, _ = invoke("audit", "attempts", "--tool", "shell_execute")
     assert 0 == code
-    assert "approved by test operator" in words(out)
+    assert "approved once by test operator" in words(out)
+
+
+def test_a_rejected_approval_is_said_once_in_the_audit(home: Path) -> None:
+    """A rejected call shows its category and who rejected it, without repeating either."""
+    pipeline = make_pipeline(home.parent, approver=approving(ApprovalVerdict.REJECTED))
+    try:
+        result = anyio.run(lambda: pipeline.call("shell_execute", command="touch no.txt"))
+        assert "denied" == result.end
+        end_run(pipeline.journal, pipeline.run)
+    finally:
+        pipeline.close()
+
+    code, out, _ = invoke("audit", "attempts", "--tool", "shell_execute")
+
+    assert 0 == code
+    assert "approval_rejected; rejected by test operator" in words(out)
+    assert 1 == words(out).count("test operator")
 
 
 def test_audit_attempts_are_newest_first_and_filter_by_path(story: Story) -> None:
