@@ -142,14 +142,16 @@ class PendingApprovals:
             f"waiting for an operator to approve {pending.request.tool_name}:"
             f" ledgerclaw approvals approve {pending.approval_id}"
         )
+        waited = 0.0
         while not pending.answered.is_set():
-            waited = round(anyio.current_time() - started, 1)
             try:
                 await progress(waited, self.timeout_seconds, message)
             except Exception:  # noqa: BLE001 - a client that cannot be told still gets its answer
                 log.info("could not report progress of approval %s", pending.approval_id)
                 return
             await anyio.sleep(self.progress_interval)
+            # Milliseconds, and never the same value twice: MCP wants progress to grow.
+            waited = max(round(anyio.current_time() - started, 3), waited + 0.001)
 
     async def report(self, request: ApprovalRequest) -> None:
         """A report-mode call runs without waiting; it is logged for the operator."""
