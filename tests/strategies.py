@@ -45,6 +45,7 @@ from domain.session.values import (
     ApprovalScope,
     ApprovalVerdict,
     Audience,
+    CancelReason,
     ChatMessage,
     DenialCategory,
     FileActivity,
@@ -216,6 +217,7 @@ def tool_receipts(
     outcome = draw(st.sampled_from(OutcomeCategory) if outcomes is None else outcomes)
     success = outcome is OutcomeCategory.SUCCESS
     correction = outcome is OutcomeCategory.RECOVERABLE_CORRECTION
+    cancelled = outcome is OutcomeCategory.CANCELLED
     activity = st.lists(file_activities(paths), max_size=max_files)
     declared = canonical_paths() if paths is None else paths
     return ToolReceipt(
@@ -224,6 +226,7 @@ def tool_receipts(
         project_declaration=draw(st.none() | declared) if success else None,
         remediation=draw(st.sampled_from(RemediationCode)) if correction else None,
         spill_id=draw(st.none() | spill_ids()),
+        cancel_reason=draw(st.none() | st.sampled_from(CancelReason)) if cancelled else None,
     )
 
 

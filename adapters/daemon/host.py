@@ -13,6 +13,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from domain.session.aggregate import Session
 from domain.session.values import (
     AttemptState,
     Audience,
+    CancelReason,
     SessionCloseReason,
     SessionKind,
     ToolCallRequest,
@@ -273,7 +275,9 @@ class SessionHost:
                     self._admit(hosted)
                     hosted.last_used = anyio.current_time()
                     before = self._loaded(hosted)
-                    result = await self.dispatcher.call(hosted.run, request)
+                    result = await self.dispatcher.call(
+                        hosted.run, request, cancel_reason=partial(self._why, hosted, scope)
+                    )
                     changed = self._loaded(hosted) != before
             finally:
                 hosted.calls.discard(scope)
@@ -285,6 +289,19 @@ class SessionHost:
         if changed and hosted.notify_tools_changed is not None:
             await hosted.notify_tools_changed()
         return result
+
+    def _why(self, hosted: HostedSession, scope: anyio.CancelScope) -> CancelReason:
+        """Why a call was cancelled: closing and stopping cancel its scope, a client the request.
+
+        Any cancellation that did not come through the call's own scope came from outside
+        it: the SDK cancelling the request because its client cancelled it, timed out or
+        hung up.
+        """
+        if not self.admitting:
+            return CancelReason.SHUTDOWN
+        if scope.cancel_called or hosted.closed:
+            return CancelReason.SESSION_CLOSED
+        return CancelReason.CLIENT_CANCELLED
 
     def _cancelled(self, hosted: HostedSession, request: ToolCallRequest) -> ToolResult:
         """The result of a call that closing or stopping cancelled: its recorded end, if any."""

@@ -26,7 +26,9 @@ from adapters.journal.failures import translated
 from adapters.journal.reader import JournalReader
 from adapters.projections.runner import Progress, ProjectionRunner, Status
 from domain.errors import LedgerclawError
-from domain.session.values import FileOperation
+from domain.session.values import DenialCategory, FileOperation
+from domain.tools.exposure import NO_SUCH_TOOL
+from projections.daily_stats import UNKNOWN_TOOL
 from projections.model import Projection
 from projections.registry import ALL_PROJECTIONS, by_name
 
@@ -397,7 +399,8 @@ class Audit:
         where.add("ended_at IS NOT NULL")
         where.window(filters, "started_at")
         return self._rows(
-            "WITH ended AS (SELECT substr(started_at, 1, 10) AS day, tool,"  # noqa: S608 - fixed columns
+            "WITH ended AS (SELECT substr(started_at, 1, 10) AS day,"  # noqa: S608 - fixed columns
+            " CASE WHEN failure_category = ? AND detail = ? THEN ? ELSE tool END AS tool,"
             " CASE decision WHEN 'denied' THEN 'denied' WHEN 'corrected' THEN 'corrected'"
             " ELSE COALESCE(outcome, 'unknown') END AS outcome,"
             " duration_ms, decision, approval_asked, approval_verdict"
@@ -412,7 +415,13 @@ class Audit:
             " SUM(CASE approval_verdict WHEN 'approved' THEN 1 ELSE 0 END) AS approvals_granted,"
             " SUM(CASE approval_verdict WHEN 'expired' THEN 1 ELSE 0 END) AS approvals_timed_out"
             " FROM ranked GROUP BY day, tool, outcome ORDER BY day DESC, tool, outcome LIMIT ?",
-            [*where.params, filters.sql_limit],
+            [
+                DenialCategory.NOT_EXPOSED,
+                NO_SUCH_TOOL,
+                UNKNOWN_TOOL,
+                *where.params,
+                filters.sql_limit,
+            ],
             "daily_stats",
         )
 

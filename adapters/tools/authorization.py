@@ -32,7 +32,7 @@ from domain.session.values import (
     ToolCallRequest,
     ToolReceipt,
 )
-from domain.tools.exposure import Visibility
+from domain.tools.exposure import NO_SUCH_TOOL, Visibility
 from domain.tools.remediation import present
 from domain.tools.result import ToolResult
 
@@ -145,7 +145,7 @@ class Authorization:
             return self._ended(plan, text, AttemptEnd.RECEIPT, outcome=receipt.outcome)
         view = views.get(call.name)
         if self.tool is None or view is None:
-            return self._deny(session, plan, DenialCategory.NOT_EXPOSED, "exposure", "no such tool")
+            return self._deny(session, plan, DenialCategory.NOT_EXPOSED, "exposure", NO_SUCH_TOOL)
         if not view.policy_visible:
             return self._deny(session, plan, DenialCategory.NOT_EXPOSED, "exposure", view.reason)
         if not view.in_request:

@@ -41,6 +41,7 @@ from domain.session.values import (
     AttemptEnd,
     AttemptStatus,
     Audience,
+    CancelReason,
     DenialCategory,
     FileOperation,
     OutcomeCategory,
@@ -87,8 +88,18 @@ class Dispatcher:
 
     # -- entry points ----------------------------------------------------------------------
 
-    async def call(self, run: RunScope, call: ToolCallRequest) -> ToolResult:
-        """Run one call through the whole pipeline; the one result it gets."""
+    async def call(
+        self,
+        run: RunScope,
+        call: ToolCallRequest,
+        *,
+        cancel_reason: Callable[[], CancelReason | None] | None = None,
+    ) -> ToolResult:
+        """Run one call through the whole pipeline; the one result it gets.
+
+        `cancel_reason` says, when the call is cancelled, who cancelled it; the caller
+        knows (a client, its session closing, the daemon stopping), the pipeline does not.
+        """
         decoded = self._decode(call)
         can_ask = self.approver is not None and self.approver.available()
         authorization = Authorization(self.policy, self._views, run, decoded, can_ask=can_ask)
@@ -98,7 +109,8 @@ class Dispatcher:
         try:
             return await self._after_authorization(run, authorization, plan)
         except anyio.get_cancelled_exc_class():
-            await self._write(run, _cancel(run, decoded.attempt_id))
+            reason = cancel_reason() if cancel_reason is not None else None
+            await self._write(run, _cancel(run, decoded.attempt_id, reason))
             raise
         except Exception as error:
             # Whatever failed, the attempt must not stay open until its run ends, and the
@@ -366,11 +378,13 @@ class Dispatcher:
         return result  # noqa: RET504 - returned after the shield closes, as mypy needs
 
 
-def _cancel(run: RunScope, attempt_id: AttemptId) -> Callable[[Session], None]:
+def _cancel(
+    run: RunScope, attempt_id: AttemptId, reason: CancelReason | None = None
+) -> Callable[[Session], None]:
     def command(session: Session) -> None:
         attempt = session.attempts.get(attempt_id)
         if attempt is not None and attempt.status is not AttemptStatus.ENDED:
-            receipt = ToolReceipt(outcome=OutcomeCategory.CANCELLED)
+            receipt = ToolReceipt(outcome=OutcomeCategory.CANCELLED, cancel_reason=reason)
             session.record_receipt(run.run_id, attempt_id, receipt)
 
     return command

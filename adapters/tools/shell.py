@@ -23,7 +23,7 @@ from pydantic import Field
 from adapters.tools.base import Arguments, CallAssessment, PathTarget, ToolOutput, ToolRun
 from domain.session.values import ApprovalMode, DenialCategory, FileOperation, OutcomeCategory
 from domain.shell.policy import ShellPolicy, assess_command
-from domain.tools.definition import Concurrency, Loading, ToolDefinition
+from domain.tools.definition import Concurrency, Loading, ToolDefinition, ToolEffects
 from domain.tools.output import redact_cut
 
 SHELL = "/bin/sh"
@@ -100,6 +100,7 @@ class ShellExecute:
     arguments: ClassVar[type[Arguments]] = ShellArguments
     definition: ClassVar[ToolDefinition] = ToolDefinition(
         name="shell_execute",
+        title="Run shell command",
         description=(
             "Run a command with /bin/sh -c and return its combined stdout and stderr followed "
             "by a final line `exit code: N`. A non-zero exit code is reported, not raised. "
@@ -113,6 +114,7 @@ class ShellExecute:
         loading=Loading.CORE,
         concurrency=Concurrency.SEQUENTIAL,
         approval_mode=ApprovalMode.REQUEST,
+        effects=ToolEffects(read_only=False, destructive=True, idempotent=False, open_world=True),
     )
 
     def __init__(

@@ -15,6 +15,7 @@ from domain.session.values import (
     ApprovalScope,
     ApprovalVerdict,
     Audience,
+    CancelReason,
     ChatMessage,
     DenialCategory,
     FileActivity,
@@ -187,6 +188,7 @@ class ToolReceiptRecorded(SessionEvent):
         "spill_id",
         "project_declaration",
         "file_activity",
+        "cancel_reason",
     )
 
     run_id: RunId
@@ -196,6 +198,8 @@ class ToolReceiptRecorded(SessionEvent):
     project_declaration: CanonicalPath | None = None
     remediation: RemediationCode | None = None
     spill_id: SpillId | None = None
+    cancel_reason: CancelReason | None = None
+    """Why a cancelled call was cancelled; absent in receipts written before it was kept."""
 
 
 class AttemptOutcomeMarkedUnknown(SessionEvent):

@@ -137,6 +137,21 @@ class OutcomeCategory(StrEnum):
     UNKNOWN = "unknown"
 
 
+class CancelReason(StrEnum):
+    """Why a call that had started was cancelled; its receipt's outcome is `cancelled`.
+
+    Receipts written before this vocabulary existed carry none, and neither does a call
+    cancelled from the command line (an interrupt), which also aborts its run.
+    """
+
+    CLIENT_CANCELLED = "client_cancelled"
+    """The client cancelled the request, timed out waiting for it, or hung up."""
+    SESSION_CLOSED = "session_closed"
+    """The call's session was closed (its client left, it was idle, its device revoked)."""
+    SHUTDOWN = "shutdown"
+    """The daemon or stdio server stopped before the call finished."""
+
+
 class FileOperation(StrEnum):
     """The authorization category requested for a path."""
 
@@ -221,6 +236,8 @@ class ToolReceipt(Value):
     project_declaration: CanonicalPath | None = None
     remediation: RemediationCode | None = None
     spill_id: SpillId | None = None
+    cancel_reason: CancelReason | None = None
+    """For a cancelled call: who or what cancelled it, when that is known."""
 
     @model_validator(mode="after")
     def _check_payload(self) -> Self:
@@ -231,6 +248,9 @@ class ToolReceipt(Value):
         correction = self.outcome is OutcomeCategory.RECOVERABLE_CORRECTION
         if correction != (self.remediation is not None):
             msg = "a recoverable correction, and only it, carries a remediation code"
+            raise ValueError(msg)
+        if self.cancel_reason is not None and self.outcome is not OutcomeCategory.CANCELLED:
+            msg = "only a cancelled receipt carries a cancel reason"
             raise ValueError(msg)
         return self
 

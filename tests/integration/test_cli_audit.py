@@ -280,6 +280,30 @@ def test_stats_daily_for_one_session_matches_the_kept_statistics(story: Story) -
     assert everyone == mine
 
 
+def test_stats_daily_counts_made_up_tool_names_in_one_row(home: Path) -> None:
+    """Two unregistered names are one `(unknown)` row; `audit attempts` keeps each name."""
+    pipeline = make_pipeline(home.parent)
+    try:
+
+        async def drive() -> None:
+            for name in ("shel_execute", "read_fiel"):
+                assert "denied" == (await pipeline.call(name)).end
+            assert "receipt" == (await pipeline.call("read_file", path="missing.txt")).end
+
+        anyio.run(drive)
+        end_run(pipeline.journal, pipeline.run)
+        session = pipeline.run.session_id.hex[:8]
+    finally:
+        pipeline.close()
+    rows = as_json("stats", "daily")
+    assert [("(unknown)", "denied", 2, 2), ("read_file", "not_found", 1, 0)] == [
+        (row["tool"], row["outcome"], row["calls"], row["denials"]) for row in rows
+    ]
+    assert rows == as_json("stats", "daily", "--session", session)
+    names = {row["tool"] for row in as_json("audit", "attempts")}
+    assert {"shel_execute", "read_fiel", "read_file"} == names
+
+
 # -- output shapes -----------------------------------------------------------------------------
 
 

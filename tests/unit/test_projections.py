@@ -32,10 +32,11 @@ from domain.session.values import (
     SessionKind,
     ToolReceipt,
 )
+from domain.tools.exposure import NO_SUCH_TOOL
 from projections import registry
 from projections.authorization_audit import AuthorizationAudit
 from projections.catalog import SessionCatalog
-from projections.daily_stats import DailyStats
+from projections.daily_stats import UNKNOWN_TOOL, DailyStats
 from projections.devices import DeviceList
 from projections.file_activity import FileActivityLog
 from projections.model import Batch, Position, Projection
@@ -701,6 +702,38 @@ def test_a_group_is_recomputed_when_a_later_batch_ends_another_call() -> None:
     assert [stat("read_file", "success", 1000.0, 3000.0)] == rows(
         project(DailyStats(), first, second), "daily_stats"
     )
+
+
+def not_exposed(attempt: AttemptId, detail: str) -> Command:
+    """Deny `attempt` at the exposure step, as the pipeline does, for `detail`."""
+    return lambda s: s.evaluate_policy(
+        RUN,
+        attempt,
+        PolicyDecision.DENY,
+        rule="exposure",
+        detail=detail,
+        denial=DenialCategory.NOT_EXPOSED,
+    )
+
+
+def test_made_up_tool_names_share_one_row_and_keep_their_names_in_the_audit() -> None:
+    """Two unregistered names count as `(unknown)`; a hidden real tool keeps its own row."""
+    timeline = (
+        Timeline()
+        .at(0, started(A1, "shel_execute"), not_exposed(A1, NO_SUCH_TOOL))
+        .at(1, started(A2, "read_fiel"))
+        .at(1.5, not_exposed(A2, NO_SUCH_TOOL))
+        .at(2, started(A3, "shell_execute"))
+        .at(2.25, not_exposed(A3, "denied for public sessions"))
+    )
+    db = project(DailyStats(), *split(timeline.events, 3))
+    expected = [
+        stat(UNKNOWN_TOOL, "denied", 0.0, 500.0, denials=2),
+        stat("shell_execute", "denied", 250.0, denials=1),
+    ]
+    assert expected == rows(db, "daily_stats")
+    audited_tools = [row["tool"] for row in audit(timeline)]
+    assert ["shel_execute", "read_fiel", "shell_execute"] == audited_tools
 
 
 # -- the registry --------------------------------------------------------------------------
