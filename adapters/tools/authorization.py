@@ -25,14 +25,17 @@ from domain.session.values import (
     DenialCategory,
     FileActivity,
     FileOperation,
+    InputProblem,
     OutcomeCategory,
     PolicyDecision,
+    RecordedArguments,
     RemediationCode,
     SessionKind,
     ToolCallRequest,
     ToolReceipt,
 )
 from domain.tools.exposure import Visibility
+from domain.tools.output import redact
 from domain.tools.remediation import present
 from domain.tools.result import ToolResult
 
@@ -95,6 +98,10 @@ class DecodedCall:
     tool: Tool | None
     arguments: Any = None
     decode_error: str = ""
+    problems: tuple[InputProblem, ...] = ()
+    """For arguments that did not decode: each field and its message, redacted."""
+    recorded: RecordedArguments | None = None
+    """The arguments as the attempt's start records them."""
 
 
 class Authorization:
@@ -117,6 +124,8 @@ class Authorization:
         self.tool = decoded.tool
         self.arguments = decoded.arguments
         self.decode_error = decoded.decode_error
+        self.problems = decoded.problems
+        self.recorded = decoded.recorded
         self.can_ask = can_ask
 
     # -- the command -----------------------------------------------------------------------
@@ -124,7 +133,7 @@ class Authorization:
     def __call__(self, session: Session) -> Plan:
         """Start the attempt and record its decision on `session`."""
         run_id, attempt_id, call = self.run.run_id, self.attempt_id, self.call
-        session.start_attempt(run_id, attempt_id, call.call_id, call.name)
+        session.start_attempt(run_id, attempt_id, call.call_id, call.name, self.recorded)
         views = self.views(session.audience, session.loaded_tools)
         visible = frozenset(name for name, v in views.items() if v.in_request)
         context = (
@@ -139,7 +148,7 @@ class Authorization:
             loaded_tools=session.loaded_tools,
         )
         if self.decode_error:
-            receipt = ToolReceipt(outcome=OutcomeCategory.INVALID_INPUT)
+            receipt = ToolReceipt(outcome=OutcomeCategory.INVALID_INPUT, problems=self.problems)
             session.record_receipt(run_id, attempt_id, receipt)
             text = f"Invalid arguments for {call.name}: {self.decode_error}"
             return self._ended(plan, text, AttemptEnd.RECEIPT, outcome=receipt.outcome)
@@ -207,7 +216,12 @@ class Authorization:
             self.run.run_id,
             self.attempt_id,
             PolicyDecision.APPROVAL_REQUIRED,
-            rule=_short(f"approval required ({assessment.needs_approval or f'mode {mode}'})"),
+            rule=_short(
+                redact(
+                    f"approval required ({assessment.needs_approval or f'mode {mode}'})",
+                    self.policy.secrets,
+                )
+            ),
             approval_mode=mode,
             targets=_targets(plan),
         )
@@ -248,14 +262,18 @@ class Authorization:
         if subject is not None and where is not None:
             # Keyed by where the command really runs, not by how cwd was spelled.
             subject = f"{subject} (in {where})"
+        secrets = self.policy.secrets
         key = "" if forced else grant_key(call.name, subject)
+        if redact(key, secrets) != key:
+            # The journal keeps the key, so a key holding a secret is never made: once only.
+            key = ""
         summary = assessment.summary or f"{call.name} {', '.join(t.path for t in plan.targets)}"
         return ApprovalRequest(
             session_id=self.run.session_id,
             attempt_id=self.attempt_id,
             call_id=call.call_id,
             tool_name=call.name,
-            summary=summary[:2000],
+            summary=redact(summary, secrets)[:DETAIL_LIMIT],
             targets=tuple(target.path for target in plan.targets),
             mode=mode,
             grant_key=key,
@@ -264,6 +282,7 @@ class Authorization:
     # -- endings ---------------------------------------------------------------------------
 
     def _allow(self, session: Session, plan: Plan, rule: str) -> Plan:
+        rule = redact(rule, self.policy.secrets)
         session.evaluate_policy(
             self.run.run_id,
             self.attempt_id,
@@ -278,6 +297,7 @@ class Authorization:
     def _deny(
         self, session: Session, plan: Plan, category: DenialCategory, rule: str, detail: str
     ) -> Plan:
+        detail = redact(detail, self.policy.secrets)
         session.evaluate_policy(
             self.run.run_id,
             self.attempt_id,
