@@ -87,8 +87,33 @@ def one_line(text: str) -> str:
     return text
 
 
+def shorten_middle(text: str, width: int) -> str:
+    """`text` cut to `width` characters by taking out its middle (an ellipsis marks where)."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    tail = (width - 1) // 2
+    return f"{text[: width - 1 - tail]}…{text[len(text) - tail :] if tail else ''}"
+
+
+TIMELINE_VALUE = 240
+"""The most characters a timeline shows of an attempt's arguments or a command."""
+_LONG_FIELDS = frozenset({"arguments", "command"})
+
+
+def _field(key: str, value: Any) -> str:  # noqa: ANN401 - any stored JSON value
+    if isinstance(value, dict | list):
+        text = orjson.dumps(value).decode()
+    else:
+        text = one_line(short_id(value))
+    if key in _LONG_FIELDS:
+        text = shorten_middle(text, TIMELINE_VALUE)
+    return f"{key}={text}"
+
+
 def _fields(fields: dict[str, Any]) -> str:
-    return "  ".join(f"{key}={one_line(short_id(value))}" for key, value in fields.items())
+    return "  ".join(_field(key, value) for key, value in fields.items())
 
 
 def timeline(session_id: str, entries: Sequence[TimelineEntry]) -> None:
