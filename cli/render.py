@@ -88,13 +88,17 @@ def one_line(text: str) -> str:
 
 
 def shorten_middle(text: str, width: int) -> str:
-    """`text` cut to `width` characters by taking out its middle (an ellipsis marks where)."""
+    """`text` cut to `width` characters by taking out its middle (an ellipsis marks where).
+
+    The end keeps two thirds: a path's file name and a command's last words say the most.
+    """
     if len(text) <= width:
         return text
     if width <= 1:
         return "…"[:width]
-    tail = (width - 1) // 2
-    return f"{text[: width - 1 - tail]}…{text[len(text) - tail :] if tail else ''}"
+    head = (width - 1) // 3
+    tail = width - 1 - head
+    return f"{text[:head]}…{text[len(text) - tail :]}"
 
 
 TIMELINE_VALUE = 240

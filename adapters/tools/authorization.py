@@ -8,7 +8,7 @@ base, every path, then approval (mode, reviewed-safe, standing grants, an approv
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +35,7 @@ from domain.session.values import (
     ToolReceipt,
 )
 from domain.tools.exposure import Visibility
-from domain.tools.output import redact
+from domain.tools.output import redact, redact_path
 from domain.tools.remediation import present
 from domain.tools.result import ToolResult
 
@@ -57,11 +57,20 @@ def _activity(path: str, operation: FileOperation) -> FileActivity | None:
         return None
 
 
-def _targets(plan: Plan) -> tuple[FileActivity, ...]:
-    """The decided paths of a plan: its bound targets, or the one that was denied."""
-    found = [_activity(t.path, t.operation) for t in plan.targets]
-    found.append(plan.denied_target)
-    return tuple(dict.fromkeys(t for t in found if t is not None))
+def _targets(plan: Plan, secrets: Iterable[str]) -> tuple[FileActivity, ...]:
+    """The decided paths of a plan (its bound targets, or the one denied), as journaled.
+
+    A path is redacted of exact secrets (a shell word is a path too: `echo TOKEN`).
+    """
+    found = [(t.path, t.operation) for t in plan.targets]
+    if plan.denied_target is not None:
+        found.append((plan.denied_target.path, plan.denied_target.operation))
+    recorded = (
+        _activity(shown, operation)
+        for path, operation in found
+        if (shown := redact_path(path, secrets)) is not None
+    )
+    return tuple(dict.fromkeys(t for t in recorded if t is not None))
 
 
 Views = Callable[[Audience, frozenset[str]], dict[str, Visibility]]
@@ -223,7 +232,7 @@ class Authorization:
                 )
             ),
             approval_mode=mode,
-            targets=_targets(plan),
+            targets=_targets(plan, self.policy.secrets),
         )
         session.request_approval(
             self.run.run_id, self.attempt_id, request.summary, request.mode, request.grant_key
@@ -290,7 +299,7 @@ class Authorization:
             rule=_short(rule),
             detail=rule[:DETAIL_LIMIT] if len(rule) > RULE_LIMIT else "",
             approval_mode=plan.mode,
-            targets=_targets(plan),
+            targets=_targets(plan, self.policy.secrets),
         )
         return plan
 
@@ -306,7 +315,7 @@ class Authorization:
             detail=detail[:DETAIL_LIMIT],
             approval_mode=plan.mode,
             denial=category,
-            targets=_targets(plan),
+            targets=_targets(plan, self.policy.secrets),
         )
         text = f"Denied ({category}): {detail}"
         return self._ended(plan, text, AttemptEnd.DENIED, denial=category)

@@ -33,7 +33,7 @@ from domain.session.values import (
 )
 from domain.shell.policy import ShellPolicy, assess_command
 from domain.tools.definition import Concurrency, Loading, ToolDefinition
-from domain.tools.output import redact, redact_cut
+from domain.tools.output import REDACTED, redact, redact_cut, redact_path
 
 SHELL = "/bin/sh"
 MAX_COMMAND = 65_536
@@ -47,6 +47,8 @@ DRAIN_GRACE = 2.0
 """Seconds to wait for the output pipe to close once the process group is gone."""
 READ_CHUNK = 65_536
 CWD_ARGUMENT = "cwd"
+REDACTED_PATH = f"/{REDACTED}"
+"""The working directory a receipt shows when redacting a secret leaves no canonical path."""
 
 
 HARMLESS_DEVICES = frozenset(
@@ -214,7 +216,7 @@ class ShellExecute:
                 await process.aclose()
         facts = ShellRun(
             command=redact(arguments.command, run.secrets),
-            cwd=cwd.real,
+            cwd=redact_path(cwd.real, run.secrets) or REDACTED_PATH,
             exit_code=code,
             timed_out=code is None,
             duration_ms=round((time.monotonic() - started) * 1000),
@@ -308,10 +310,11 @@ def _signal_group(group: int, signum: signal.Signals) -> None:
 
 
 def _candidates(run: ToolRun) -> tuple[str, ...]:
-    """The real paths the policy checked as writes: the working directory, then the rest."""
+    """The real paths the policy checked as writes, working directory first, redacted."""
     cwd = run.targets[CWD_ARGUMENT].real
     named = (t.real for name, t in run.targets.items() if name != CWD_ARGUMENT)
-    return tuple(dict.fromkeys((cwd, *named)))[:SHELL_CANDIDATES_LIMIT]
+    shown = (redact_path(path, run.secrets) for path in (cwd, *named))
+    return tuple(dict.fromkeys(p for p in shown if p is not None))[:SHELL_CANDIDATES_LIMIT]
 
 
 def _not_a_directory(real: str) -> tuple[OutcomeCategory, str] | None:
