@@ -214,7 +214,7 @@ class Dispatcher:
             # An answer that arrives after the deadline is too late to count.
             answer = ApprovalAnswer(verdict=ApprovalVerdict.EXPIRED, decided_by="timeout")
         if answer is None:
-            detail = failure or "no one answered the approval request"
+            detail = redact(failure, self.policy.secrets) or "no one answered the approval request"
             await self._write(
                 run,
                 lambda s: s.deny_attempt(
@@ -245,10 +245,11 @@ class Dispatcher:
         after = [(t.path, t.real) for t in fresh.bound]
         if fresh.denied is None and not fresh.no_base and before == after:
             return fresh.bound
-        detail = (
+        detail = redact(
             fresh.denied.detail
             if fresh.denied is not None
-            else "a target resolves differently than when it was authorized"
+            else "a target resolves differently than when it was authorized",
+            self.policy.secrets,
         )
         attempt_id = authorization.attempt_id
         await self._write(
