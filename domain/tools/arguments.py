@@ -2,7 +2,8 @@
 
 Every string, keys included, is redacted first, so a secret never reaches the journal whole
 or cut. A string longer than `VALUE_LIMIT` bytes is kept as its digest, size and first bytes;
-if the result is still larger than `ARGUMENTS_LIMIT` bytes, the whole object is kept that way.
+if the result, with the pointers to what was bounded, is still larger than `ARGUMENTS_LIMIT`
+bytes, the whole object is kept that way.
 Digests are of the redacted text, so they match the spilled copy and reveal nothing more.
 """
 
@@ -54,7 +55,8 @@ def record_arguments(
     text = compact_json(kept)
     # A secret can still show in the JSON text (a number, or one spanning a key and its
     # value); then, as when the text is too long, only the whole object's digest is kept.
-    if len(text.encode("utf-8")) <= ARGUMENTS_LIMIT and redact(text, found) == text:
+    size = len(text.encode("utf-8")) + sum(len(pointer.encode("utf-8")) for pointer in bounded)
+    if size <= ARGUMENTS_LIMIT and redact(text, found) == text:
         try:
             recorded = RecordedArguments(arguments=kept, bounded=tuple(bounded))
         except ValidationError:

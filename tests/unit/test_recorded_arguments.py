@@ -123,3 +123,14 @@ def test_a_long_value_nested_at_the_deepest_level_keeps_the_whole_digest() -> No
 
     assert ("",) == recorded.bounded
     assert spill is not None
+
+
+def test_pointers_that_repeat_a_long_key_count_towards_the_limit() -> None:
+    """Long values under one long key would make long pointers: the whole is digested."""
+    key = "k" * (VALUE_LIMIT - 10)
+    arguments = {key: {f"v{i}": "v" * (VALUE_LIMIT + 1) for i in range(16)}}
+
+    recorded, spill = record_arguments(arguments, [])
+
+    assert ("",) == recorded.bounded
+    assert spill is not None
