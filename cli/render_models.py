@@ -11,7 +11,7 @@ import orjson
 from rich.table import Table
 from rich.text import Text
 
-from cli.render import minute, one_line, out, short_id
+from cli.render import minute, one_line, out, short_id, shorten_middle
 
 
 def csv_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
@@ -189,18 +189,34 @@ def attempts(rows: Sequence[dict[str, Any]]) -> None:
         return
     title, by_session, with_day = _scope(rows, "authorization attempts", "started_at")
     table = _compact(title)
-    columns = ["started", "session", "tool", "decision", "why"]
+    columns = ["started", "session", "tool", "target", "decision", "why"]
     if not by_session:
         columns.remove("session")
     for column in columns:
         table.add_column(column, no_wrap=column != "why", overflow="fold")
+    width = max(TARGET_MIN_WIDTH, out.width // 3)
     for row in rows:
         cells = [_when(row["started_at"], with_day=with_day)]
         if by_session:
             cells.append(short_id(row["session_id"]))
-        cells += [row["tool"], row["decision"], _why(row)]
+        cells += [row["tool"], shorten_middle(target(row), width), row["decision"], _why(row)]
         table.add_row(*cells)
     out.print(table)
+
+
+TARGET_MIN_WIDTH = 24
+"""The target column gets a third of the width, never less than this many characters."""
+
+
+def target(row: dict[str, Any]) -> str:
+    """What an attempt was about: its command, else its first path (and how many more)."""
+    if row.get("command"):
+        return one_line(str(row["command"]))
+    paths = row.get("paths") or []
+    if not paths:
+        return ""
+    more = f" (+{len(paths) - 1})" if len(paths) > 1 else ""
+    return one_line(str(paths[0])) + more
 
 
 def file_activity(rows: Sequence[dict[str, Any]]) -> None:

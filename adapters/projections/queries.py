@@ -29,16 +29,17 @@ from domain.errors import LedgerclawError
 from domain.session.values import DenialCategory, FileOperation
 from domain.tools.exposure import NO_SUCH_TOOL
 from projections.daily_stats import UNKNOWN_TOOL
+from projections.file_activity import SHELL_CANDIDATE
 from projections.model import Projection
 from projections.registry import ALL_PROJECTIONS, by_name
 
 DEFAULT_LIMIT = 50
 DECISIONS = ("pending", "allowed", "denied", "corrected", "not_run")
 """How an authorization attempt stands in `authorization_audit.decision`."""
-OPERATIONS = tuple(operation.value for operation in FileOperation)
-"""The file operations `file_activity.operation` records."""
+OPERATIONS = (*(operation.value for operation in FileOperation), SHELL_CANDIDATE)
+"""The operations `file_activity.operation` records: file operations, and shell candidates."""
 
-_JSON_COLUMNS = frozenset({"operations", "paths", "recent_files"})
+_JSON_COLUMNS = frozenset({"operations", "paths", "recent_files", "arguments", "bounded_arguments"})
 _EVENTS = (
     "(SELECT max(e.originator_version) FROM stored_events e"
     " WHERE e.originator_id = substr(s.session_id, instr(s.session_id, '_') + 1)) AS events"

@@ -21,8 +21,10 @@ from domain.session.values import (
     DenialCategory,
     FileActivity,
     FileOperation,
+    InputProblem,
     OutcomeCategory,
     RemediationCode,
+    ShellRun,
 )
 from domain.tools.definition import ToolDefinition
 from domain.tools.exposure import Visibility
@@ -112,6 +114,10 @@ class ToolOutput(Value):
     project_declaration: str | None = None
     remediation: RemediationCode | None = None
     loaded_tool: str | None = None
+    problems: tuple[InputProblem, ...] = ()
+    """For invalid input: the fields that were wrong and why (else the text's first line)."""
+    shell: ShellRun | None = None
+    """For a shell command that ran: what its receipt records of it."""
 
 
 class Tool(Protocol):

@@ -13,6 +13,7 @@ import os
 import posixpath
 import signal
 import stat
+import time
 from subprocess import DEVNULL, PIPE, STDOUT
 from typing import ClassVar
 
@@ -21,10 +22,18 @@ from anyio.abc import ByteReceiveStream, Process
 from pydantic import Field
 
 from adapters.tools.base import Arguments, CallAssessment, PathTarget, ToolOutput, ToolRun
-from domain.session.values import ApprovalMode, DenialCategory, FileOperation, OutcomeCategory
+from domain.session.values import (
+    SHELL_CANDIDATES_LIMIT,
+    ApprovalMode,
+    DenialCategory,
+    FileOperation,
+    InputProblem,
+    OutcomeCategory,
+    ShellRun,
+)
 from domain.shell.policy import ShellPolicy, assess_command
 from domain.tools.definition import Concurrency, Loading, ToolDefinition, ToolEffects
-from domain.tools.output import redact_cut
+from domain.tools.output import REDACTED, redact, redact_cut, redact_path
 
 SHELL = "/bin/sh"
 MAX_COMMAND = 65_536
@@ -38,6 +47,8 @@ DRAIN_GRACE = 2.0
 """Seconds to wait for the output pipe to close once the process group is gone."""
 READ_CHUNK = 65_536
 CWD_ARGUMENT = "cwd"
+REDACTED_PATH = f"/{REDACTED}"
+"""The working directory a receipt shows when redacting a secret leaves no canonical path."""
 
 
 HARMLESS_DEVICES = frozenset(
@@ -177,9 +188,14 @@ class ShellExecute:
         problem = _not_a_directory(cwd.real)
         if problem is not None:
             outcome, text = problem
-            return ToolOutput(text=f"working directory {cwd.raw}: {text}", outcome=outcome)
+            invalid = outcome is OutcomeCategory.INVALID_INPUT
+            problems = (InputProblem(field=CWD_ARGUMENT, message=text),) if invalid else ()
+            return ToolOutput(
+                text=f"working directory {cwd.raw}: {text}", outcome=outcome, problems=problems
+            )
         timeout = self.timeout(arguments)
         capture = _Capture(CAPTURE_LIMIT, run.secrets)
+        started = time.monotonic()
         process = await anyio.open_process(
             [SHELL, "-c", arguments.command],
             stdin=DEVNULL,
@@ -200,7 +216,16 @@ class ShellExecute:
         finally:
             with anyio.CancelScope(shield=True):
                 await process.aclose()
-        return _report(capture, code, timeout)
+        facts = ShellRun(
+            command=redact(arguments.command, run.secrets),
+            cwd=redact_path(cwd.real, run.secrets) or REDACTED_PATH,
+            exit_code=code,
+            timed_out=code is None,
+            duration_ms=round((time.monotonic() - started) * 1000),
+            output_bytes=capture.total,
+            candidates=_candidates(run),
+        )
+        return _report(capture, code, timeout).model_copy(update={"shell": facts})
 
 
 class _Capture:
@@ -284,6 +309,14 @@ async def _kill_and_reap(process: Process, group: int, grace: float) -> None:
 def _signal_group(group: int, signum: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(group, signum)
+
+
+def _candidates(run: ToolRun) -> tuple[str, ...]:
+    """The real paths the policy checked as writes, working directory first, redacted."""
+    cwd = run.targets[CWD_ARGUMENT].real
+    named = (t.real for name, t in run.targets.items() if name != CWD_ARGUMENT)
+    shown = (redact_path(path, run.secrets) for path in (cwd, *named))
+    return tuple(dict.fromkeys(p for p in shown if p is not None))[:SHELL_CANDIDATES_LIMIT]
 
 
 def _not_a_directory(real: str) -> tuple[OutcomeCategory, str] | None:

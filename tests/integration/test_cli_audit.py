@@ -120,7 +120,7 @@ def test_audit_files_names_the_files_the_session_changed(story: Story) -> None:
     assert [str(story.read)] == [row["attempt_id"] for row in reads]
     code, out, _ = invoke("audit", "files", "--session", str(story.session_id))
     assert 0 == code
-    assert "2 file activity records" in out
+    assert "4 file activity records" in out
     assert "write_file" in out
 
 
@@ -128,8 +128,22 @@ def test_audit_files_filters_paths_by_glob(story: Story) -> None:
     """`--path` is an SQLite GLOB over the recorded paths."""
     assert story.session_id
     assert 2 == len(as_json("audit", "files", "--path", "*/notes.txt"))
-    assert [] == as_json("audit", "files", "--path", "*/made.txt")
+    made = as_json("audit", "files", "--path", "*/made.txt")
+    assert [("shell_candidate", "shell_execute")] == [(r["operation"], r["tool"]) for r in made]
     assert [] == as_json("audit", "files", "--path", "*/NOTES.txt")
+
+
+def test_audit_files_shows_the_paths_a_shell_command_was_checked_for(story: Story) -> None:
+    """The shell's checked paths are `shell_candidate` rows, never `write` ones."""
+    candidates = as_json("audit", "files", "--operation", "shell_candidate")
+    expected = [canonical(story.workspace / "made.txt"), canonical(story.workspace)]
+    assert sorted(expected) == sorted(row["path"] for row in candidates)
+    assert {str(story.approved)} == {row["attempt_id"] for row in candidates}
+    writes = as_json("audit", "files", "--operation", "write")
+    assert [] == [row for row in writes if row["tool"] == "shell_execute"]
+    code, out, _ = invoke("audit", "files", "--operation", "shell_candidate")
+    assert 0 == code
+    assert "shell_candidate" in out
 
 
 def test_audit_attempts_shows_which_calls_were_denied_and_why(story: Story) -> None:
