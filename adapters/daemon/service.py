@@ -40,6 +40,7 @@ from adapters.daemon.lock import DaemonLock
 from adapters.daemon.loopback import LoopbackOnly
 from adapters.daemon.pair_route import pair_route
 from adapters.daemon.pairing import PairingCodes, TokenAuthenticator
+from adapters.daemon.session_key import SessionKeyCheck
 from adapters.home import Home, ensure_home
 from adapters.journal.journal import SqliteJournal
 from adapters.mcp.callers import HTTP_STATELESS
@@ -202,7 +203,9 @@ class Daemon:
                 if hosted.device_id == device:
                     await host.close(hosted.key, SessionCloseReason.REVOKED)
 
-        guard = BearerGuard(StreamableHTTPASGIApp(manager), authenticator.authenticate, revoked)
+        guard = BearerGuard(
+            SessionKeyCheck(StreamableHTTPASGIApp(manager)), authenticator.authenticate, revoked
+        )
         control = control_plane(
             self.home, self.health, approvals, authenticator.authenticate, self.codes
         )
