@@ -3,10 +3,10 @@
 Start-up: the lock (a second daemon exits naming the first), logging, the journal,
 recovery of sessions whose host died, then the HTTP server on 127.0.0.1: `/healthz`,
 `/mcp` (device token), `/control` (local-control proof), `/pair`. While it runs, the
-projections are caught up continuously and stateless MCP sessions end when idle. On
-SIGINT or SIGTERM it admits nothing new, lets running calls finish within the grace
-period, cancels the rest (each gets its `cancelled` receipt), closes every session as
-`daemon_stopped` (its run ends as `shutdown`) and exits 0.
+projections are caught up continuously and stateless MCP sessions end when idle (after
+`stateless_idle_timeout_seconds`). On SIGINT or SIGTERM it admits nothing new, lets
+running calls finish within the grace period, cancels the rest (each gets its `cancelled`
+receipt), closes every session as `daemon_stopped` (its run ends as `shutdown`) and exits 0.
 """
 
 from __future__ import annotations
@@ -276,7 +276,8 @@ class Daemon:
                     await host.close(hosted.key, SessionCloseReason.REVOKED)
 
     async def _reap(self, host: SessionHost) -> None:
-        idle = float(self.config.daemon.idle_timeout_seconds)
+        """Close stateless sessions idle for `stateless_idle_timeout_seconds` as `idle`."""
+        idle = float(self.config.daemon.stateless_idle_timeout_seconds)
         while True:
             await anyio.sleep(min(idle / 4, 30.0))
             await host.close_idle(idle, HTTP_STATELESS)
