@@ -82,6 +82,7 @@ def operator(home: Path, session: str, *decision: str) -> tuple[threading.Thread
         listed.extend(cli_json(home, "approvals", "list"))
         done = run_cli(home, "approvals", *decision, listed[0]["id"])
         assert 0 == done.returncode, done.stderr
+        listed[0]["decided"] = done.stdout
 
     thread = threading.Thread(target=decide)
     thread.start()
@@ -119,6 +120,8 @@ async def test_a_session_grant_under_one_session_key_does_not_cover_another(
         row["session"],
     )
     assert "Ledgerclaw-Session-Key: ci-a" in row["session_scope_covers"]
+    decided = " ".join(row["decided"].split())
+    assert f"for the rest of the session: {row['session_scope_covers']}" in decided
     assert device in row["session_scope_covers"]
     assert "session key ci-b" == asked[0]["session"]
 
