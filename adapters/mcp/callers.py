@@ -49,7 +49,7 @@ def caller_of(ctx: ServerRequestContext[Any, Any], transport: str) -> Caller:
             None,
             name,
             f"stdio pid {os.getpid()}",
-            f"{_client(name)} of stdio server pid {os.getpid()}",
+            f"the one client of stdio server pid {os.getpid()} ({_client(name)})",
         )
         return Caller(STDIO, STDIO, name, version, None, None, reach)
     request = ctx.request
@@ -58,9 +58,8 @@ def caller_of(ctx: ServerRequestContext[Any, Any], transport: str) -> Caller:
     headers = getattr(request, "headers", None) or Headers()
     named = session_key_of(headers)
     if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        key = f"device:{device}:{name or 'unnamed'}"
-        if named is not None:
-            key = f"{key}:key:{named}"
+        # repr keeps the parts apart: no client name can pass for a name plus a key.
+        key = f"device:{device}:{name!r}:{named!r}"
         return Caller(
             key, HTTP_STATELESS, name, version, device, named, _stateless(device, name, named)
         )
