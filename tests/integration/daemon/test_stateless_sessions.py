@@ -267,3 +267,30 @@ def test_a_stateless_idle_timeout_out_of_range_is_named(tmp_path: Path) -> None:
         f"config {path} is invalid: daemon.stateless_idle_timeout_seconds: expected an integer"
         " from 1 to 86400, got 0"
     ) == str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("values", "complaint"),
+    [
+        (["ci-a", "ci-b"], "Ledgerclaw-Session-Key was sent 2 times; send it once"),
+        ([""], "Ledgerclaw-Session-Key is empty; it must be 1 to 64 characters"),
+    ],
+    ids=["twice", "empty"],
+)
+def test_a_repeated_or_empty_session_key_gets_400_with_a_json_rpc_reason(
+    quiet_daemon: RunningDaemon, values: list[str], complaint: str
+) -> None:
+    """The header sent twice, or empty, is a 400 whose JSON-RPC error names the problem."""
+    headers = [
+        ("authorization", f"Bearer {quiet_daemon.token}"),
+        ("accept", "application/json, text/event-stream"),
+        *(("ledgerclaw-session-key", value) for value in values),
+    ]
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    with httpx2.Client(timeout=10) as http:
+        answer = http.post(quiet_daemon.url, json=body, headers=headers)
+
+    assert 400 == answer.status_code
+    error = answer.json()["error"]
+    assert -32600 == error["code"]
+    assert error["message"].startswith(complaint)
