@@ -43,6 +43,24 @@ CALL_PROGRESS: ContextVar[Progress | None] = ContextVar("ledgerclaw_call_progres
 client gave no progress token."""
 
 
+@dataclass(frozen=True)
+class SessionReach:
+    """Whom a session-scoped approval covers: every request that shares the asking session."""
+
+    device: str | None
+    """The authenticated device; None on stdio, where the process is the boundary."""
+    client: str | None
+    """The client name the requests declare (self-declared, recorded)."""
+    session: str
+    """What sets this session apart within the device and client, e.g. `session key ci-1`."""
+    covers: str
+    """The same as one phrase: "every stateless request of device ... that ..."."""
+
+
+CALL_REACH: ContextVar[SessionReach | None] = ContextVar("ledgerclaw_call_reach", default=None)
+"""Whom the session of the call being served covers, set around one call."""
+
+
 class UnknownApprovalError(LedgerclawError):
     """No pending approval matches the given id (it may have been decided or timed out)."""
 
@@ -61,6 +79,8 @@ class Pending:
 
     request: ApprovalRequest
     asked_at: datetime
+    reach: SessionReach | None = None
+    """Whom approving it for the session would cover; None when no host said."""
     answer: ApprovalAnswer | None = None
     answered: anyio.Event = field(default_factory=anyio.Event)
 
@@ -102,7 +122,7 @@ class PendingApprovals:
 
     async def ask(self, request: ApprovalRequest) -> ApprovalAnswer | None:
         """Wait for the first answer; the dispatcher's timeout cancels the wait."""
-        pending = Pending(request, datetime.now(UTC))
+        pending = Pending(request, datetime.now(UTC), CALL_REACH.get())
         self._pending[pending.approval_id] = pending
         log.info(
             "approval %s pending: %s %s", pending.approval_id, request.tool_name, request.summary
