@@ -82,9 +82,14 @@ SESSION_SCOPE = typer.Option(
     False, "--session-scope", help="Also approve the same call for the rest of the session."
 )
 DIRECTORY_SCOPE = typer.Option(
-    None, "--directory", help="Also approve the same call on paths under this directory."
+    None,
+    "--directory",
+    metavar="DIR",
+    help="Also approve the same call on paths under this directory.",
 )
-APPROVAL_ID = typer.Argument(help="The approval's id (its attempt id) or a unique prefix.")
+APPROVAL_ID = typer.Argument(
+    metavar="ID", help="The approval's id (its attempt id) or a unique prefix."
+)
 
 
 @approvals_app.command("approve")
@@ -131,7 +136,7 @@ def devices_list(json_output: bool = JSON_OPTION) -> None:
 @devices_app.command("revoke")
 @expected_errors
 def devices_revoke(
-    device: str = typer.Argument(help="The device's id or a unique prefix."),
+    device: str = typer.Argument(metavar="ID", help="The device's id or a unique prefix."),
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Revoke a device: its token is refused on its very next request."""
@@ -149,11 +154,16 @@ def devices_revoke(
 @devices_app.command("pair")
 @expected_errors
 def devices_pair(
-    code: str = typer.Argument(help="The code `ledgerclaw daemon pair` printed."),
-    name: str | None = typer.Option(None, "--name", help="The name to list this device by."),
+    code: str = typer.Argument(metavar="CODE", help="The code `ledgerclaw daemon pair` printed."),
+    name: str | None = typer.Option(
+        None, "--name", metavar="NAME", help="The name to list this device by."
+    ),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Exchange a pairing code for a device token, shown once: store it as a secret."""
+    """Exchange a pairing code for a device token.
+
+    The token is shown once: store it as a secret.
+    """
     device_id, token = exchange_pairing_code(wiring.current_home(), code, name)
     if json_output:
         render.emit_json({"device_id": device_id, "token": token})
