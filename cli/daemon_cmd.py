@@ -70,14 +70,13 @@ def pair(
     if json_output:
         render.emit_json(answer)
         return
-    render.out.print(answer["code"])
+    render.line(answer["code"])
     seconds = int(answer["expires_in_seconds"])
     valid = f"{round(seconds / 60)} min" if seconds >= 90 else f"{seconds} s"  # noqa: PLR2004 - minutes read better
-    render.err.print(
+    render.line(
         f"single use, valid {valid}, and it replaces any earlier code: run"
         f" `ledgerclaw devices pair {answer['code']}` on the device (or POST it to /pair)",
-        markup=False,
-        highlight=False,
+        console=render.err,
     )
 
 
@@ -93,7 +92,7 @@ def status(json_output: bool = JSON_OPTION) -> None:
         render.emit_json(answer)
         return
     for key, value in answer.items():
-        render.out.print(f"{key:>20}  {value}")
+        render.line(f"{key:>20}  {value}")
 
 
 @mcp_app.command("serve")

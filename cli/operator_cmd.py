@@ -3,30 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
-from rich.table import Table
 
 from adapters import wiring
 from adapters.daemon import operator
 from adapters.daemon.control_client import exchange_pairing_code
 from adapters.daemon.control_methods import BadControlRequestError
-from cli import render
+from cli import render, render_operator
 from cli.common import JSON_OPTION, expected_errors
 from domain.session.values import ApprovalScope, ApprovalVerdict
 
 approvals_app = typer.Typer(help="List and decide the approvals running calls wait for.")
 devices_app = typer.Typer(help="Pair, list and revoke the devices that may use /mcp.")
-
-
-def _table(title: str, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
-    table = Table(title=title, title_justify="left", box=None, pad_edge=False)
-    for column in columns:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*(render.one_line(str(row.get(c) or "")) for c in columns))
-    render.out.print(table)
 
 
 @approvals_app.command("list")
@@ -37,18 +26,7 @@ def approvals_list(json_output: bool = JSON_OPTION) -> None:
     if json_output:
         render.emit_json(rows)
         return
-    if not rows:
-        render.out.print("No approvals are pending.")
-        return
-    shown = [
-        {**row, "session": render.short_id(row["session_id"]), "widen": "yes" * row["can_widen"]}
-        for row in rows
-    ]
-    _table(
-        f"{len(rows)} pending approval(s)",
-        ("id", "session", "tool", "summary", "mode", "widen", "asked_at", "host"),
-        shown,
-    )
+    render_operator.approvals(rows)
 
 
 def _decide(
@@ -75,7 +53,7 @@ def _decide(
         answer["scope"], f"paths under {directory}"
     )
     verb = "approved" if answer["verdict"] == "approved" else "denied"
-    render.out.print(f"{verb} {answer['id']} ({answer['tool']}: {answer['summary']}) for {reach}")
+    render.line(f"{verb} {answer['id']} ({answer['tool']}: {answer['summary']}) for {reach}")
 
 
 SESSION_SCOPE = typer.Option(
@@ -123,14 +101,7 @@ def devices_list(json_output: bool = JSON_OPTION) -> None:
     if json_output:
         render.emit_json(rows)
         return
-    if not rows:
-        render.out.print("No devices are paired. Pair one with `ledgerclaw daemon pair`.")
-        return
-    _table(
-        f"{len(rows)} device(s)",
-        ("device_id", "name", "status", "paired_at", "last_seen_at", "revoked_at"),
-        rows,
-    )
+    render_operator.devices(rows)
 
 
 @devices_app.command("revoke")
@@ -148,7 +119,7 @@ def devices_revoke(
     if json_output:
         render.emit_json(row)
         return
-    render.out.print(f"revoked {row['device_id']} ({row['name']})")
+    render.line(f"revoked {row['device_id']} ({row['name']})")
 
 
 @devices_app.command("pair")
@@ -168,10 +139,9 @@ def devices_pair(
     if json_output:
         render.emit_json({"device_id": device_id, "token": token})
         return
-    render.out.print(token)
-    render.err.print(
+    render.line(token)
+    render.line(
         f"paired {device_id}. This token is shown once; give it to the MCP client as"
         " `Authorization: Bearer TOKEN`.",
-        markup=False,
-        highlight=False,
+        console=render.err,
     )
