@@ -455,7 +455,7 @@ def projections_rebuild(
     ),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Drop projections' tables and apply the whole journal again."""
+    """Rebuild projections: drop their tables and apply the whole journal again."""
     with render.progress_bar("rebuilding") as update:
         rows = queries.rebuild(wiring.current_home(), names or (), update)
     if json_output:

@@ -21,7 +21,7 @@ devices_app = typer.Typer(help="Pair, list and revoke the devices that may use /
 @approvals_app.command("list")
 @expected_errors
 def approvals_list(json_output: bool = JSON_OPTION) -> None:
-    """Every approval a running call is waiting for, oldest first."""
+    """List the approvals running calls wait for, oldest first."""
     rows = operator.pending_approvals(wiring.current_home())
     if json_output:
         render.emit_json(rows)
@@ -92,7 +92,7 @@ def deny(approval_id: str = APPROVAL_ID, json_output: bool = JSON_OPTION) -> Non
 @devices_app.command("list")
 @expected_errors
 def devices_list(json_output: bool = JSON_OPTION) -> None:
-    """Every paired device, active or revoked."""
+    """List every paired device, active or revoked."""
     journal = wiring.open_journal(wiring.current_home())
     try:
         rows = operator.device_rows(journal)
