@@ -455,7 +455,10 @@ def projections_rebuild(
     ),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Rebuild projections: drop their tables and apply the whole journal again."""
+    """Rebuild projections from the whole journal.
+
+    Drops their tables and applies every event again.
+    """
     with render.progress_bar("rebuilding") as update:
         rows = queries.rebuild(wiring.current_home(), names or (), update)
     if json_output:
