@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib import metadata
 from typing import ParamSpec, TypeVar
 
 import orjson
@@ -12,7 +11,6 @@ import typer
 from adapters import wiring
 from adapters.doctor import run_doctor
 from adapters.errors import InvalidToolCallError, PositionOutOfRangeError
-from adapters.home import select_home
 from adapters.projections import queries
 from adapters.projections.verify import verify
 from adapters.tools import native
@@ -20,6 +18,7 @@ from cli import render, render_models
 from cli.common import expected_errors
 from cli.config_cmd import config_app
 from cli.daemon_cmd import daemon_app, mcp_app
+from cli.global_options import GlobalOptionsAnywhere, global_options
 from cli.operator_cmd import approvals_app, devices_app
 from domain.session.values import Audience
 
@@ -31,14 +30,15 @@ app = typer.Typer(
     help="An event-sourced runtime around an AI agent, journaled in one SQLite file."
     "\n\nEvery command works on one home: the directory --home names, else $LEDGERCLAW_HOME"
     " (an absolute path), else ~/.ledgerclaw. The home holds the journal (ledgerclaw.db),"
-    " config.toml and secrets.toml. Global options go before the command:"
-    " ledgerclaw --home /srv/agent session list.",
+    " config.toml and secrets.toml. --home may stand before or after"
+    " the command: ledgerclaw --home /srv/agent session list.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
     # Plain help: what the source says is what a reader sees (rich markup would eat
     # "[daemon]"), and flags show no placeholder.
     rich_markup_mode=None,
+    cls=GlobalOptionsAnywhere,
 )
 session_app = typer.Typer(help="Inspect sessions: list, show and replay them.")
 app.add_typer(session_app, name="session")
@@ -58,36 +58,7 @@ app.add_typer(approvals_app, name="approvals")
 app.add_typer(devices_app, name="devices")
 
 
-def _print_version(asked: bool) -> None:
-    if asked:
-        render.out.print(f"ledgerclaw {metadata.version('ledgerclaw')}")
-        raise typer.Exit
-
-
-@app.callback()
-@expected_errors
-def global_options(
-    home: str | None = typer.Option(
-        None,
-        "--home",
-        metavar="PATH",
-        help="Work on the home at PATH; it wins over $LEDGERCLAW_HOME and is passed on to"
-        " every process the command starts. A relative PATH is taken from the current"
-        " directory.",
-    ),
-    _version: bool = typer.Option(
-        False,
-        "--version",
-        is_eager=True,
-        expose_value=False,
-        callback=_print_version,
-        help="Print ledgerclaw's version and exit.",
-    ),
-) -> None:
-    """Options that apply to every command; they go before the command's name."""
-    if home is not None:
-        select_home(home)
-
+app.callback()(global_options)
 
 INTERRUPTED = 130
 """The exit code of a command stopped by Ctrl-C, as shells report it."""

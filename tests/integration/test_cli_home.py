@@ -13,6 +13,7 @@ from adapters.errors import HomeError
 from adapters.home import HOME_ENV, resolve_home, select_home
 from adapters.journal.journal import SqliteJournal
 from cli.app import app
+from cli.global_options import hoisted
 from tests.builders import write_sample_session
 
 runner = CliRunner()
@@ -49,6 +50,34 @@ def test_home_option_wins_over_the_environment(
 
     assert ["env:home"] == listed_keys()
     assert ["option:home"] == listed_keys("--home", str(chosen))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--home", "{home}", "session", "list", "--json"),
+        ("session", "list", "--home", "{home}", "--json"),
+        ("session", "list", "--json", "--home={home}"),
+    ],
+)
+def test_home_option_works_before_or_after_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]
+) -> None:
+    """`--home PATH` may stand before the command or among its own options."""
+    monkeypatch.setenv(HOME_ENV, str(sample_home(tmp_path / "from-env", "env:home")))
+    chosen = sample_home(tmp_path / "from-option", "option:home")
+
+    code, out, err = invoke(*(arg.format(home=chosen) for arg in args))
+
+    assert 0 == code, err
+    assert ["option:home"] == [row["session_key"] for row in json.loads(out)]
+
+
+def test_only_global_options_before_a_double_dash_are_moved() -> None:
+    """Arguments after `--` stay where they are, even one spelled `--home`."""
+    assert ["--home", "h", "tool", "call", "x", "--", "--home", "y"] == hoisted(
+        ["tool", "call", "x", "--home", "h", "--", "--home", "y"]
+    )
 
 
 def test_a_relative_home_option_is_taken_from_the_working_directory(

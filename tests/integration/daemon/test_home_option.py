@@ -35,14 +35,14 @@ def bare_environment(user: Path) -> dict[str, str]:
 async def test_mcp_serve_works_on_the_home_option_without_its_variable(
     tmp_path: Path, work: Path
 ) -> None:
-    """A stdio server started with --home and a bare environment journals in that home."""
+    """`mcp serve --home H` in a bare environment, as Inspector starts it, journals in H."""
     home = tmp_path / "home"
     write_governed_config(home, work)
     user = tmp_path / "user"
     user.mkdir()
     params = StdioServerParameters(
         command=CLI[0],
-        args=[*CLI[1:], "--home", str(home), "mcp", "serve"],
+        args=[*CLI[1:], "mcp", "serve", "--home", str(home)],
         env=bare_environment(user),
         cwd=str(Path.cwd()),
     )
