@@ -159,7 +159,7 @@ def _fit(columns: list[_Fitted], width: int) -> list[_Fitted]:
         for column in kept:
             if column.column.short is not None:
                 column.cells = [_shorter(cell, column.column.short) for cell in column.cells]
-    while not fits() and any(c.column.optional for c in kept):
+    while not fits() and len(kept) > 1 and any(c.column.optional for c in kept):
         kept.remove(next(c for c in reversed(kept) if c.column.optional))
     paths = [c for c in kept if c.column.kind is Kind.PATH]
     if paths and not fits():
