@@ -19,6 +19,7 @@ from cli.common import expected_errors
 from cli.config_cmd import config_app
 from cli.daemon_cmd import daemon_app, mcp_app
 from cli.global_options import GlobalOptionsAnywhere, global_options
+from cli.help_format import name_arguments_plainly
 from cli.operator_cmd import approvals_app, devices_app
 from domain.session.values import Audience
 
@@ -421,7 +422,7 @@ def projections_status(json_output: bool = JSON_OPTION) -> None:
 def projections_rebuild(
     names: list[str] | None = typer.Argument(
         None,
-        metavar="NAME...",
+        metavar="NAME",
         help="The projections to rebuild (see `projections status`); all when omitted.",
     ),
     json_output: bool = JSON_OPTION,
@@ -455,6 +456,9 @@ def projections_verify(json_output: bool = JSON_OPTION) -> None:
         render_models.differences(found)
     if found:
         raise typer.Exit(1)
+
+
+name_arguments_plainly(app)
 
 
 def main() -> None:

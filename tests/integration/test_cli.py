@@ -345,12 +345,13 @@ def test_every_help_text_reads_as_its_source_says() -> None:
             assert _squeezed(text) in shown, f"ledgerclaw {' '.join(words)}: {text!r}"
 
 
-def test_no_option_shows_a_type_placeholder() -> None:
-    """Flags show no value placeholder and valued options name theirs (no `<bool>`)."""
+def test_no_argument_or_option_shows_a_type_placeholder() -> None:
+    """Flags show no placeholder, and arguments and options name their values (no `<bool>`)."""
     for _, words in _groups_and_commands(typer.main.get_command(app)):
         out = invoke(*words, "--help")[1]
-        options = out.partition("\nOptions:\n")[2].partition("\nCommands:\n")[0]
-        assert [] == re.findall(r"<[^>]*>", options), f"ledgerclaw {' '.join(words)}"
+        listed = out.partition("\nArguments:\n")[2] or out.partition("\nOptions:\n")[2]
+        listed = listed.partition("\nCommands:\n")[0]
+        assert [] == re.findall(r"<[^>]*>", listed), f"ledgerclaw {' '.join(words)}"
 
 
 def test_no_command_summary_is_cut_short_at_80_columns() -> None:
