@@ -8,7 +8,14 @@ from typer.core import TyperCommand
 
 
 class NamedArguments(TyperCommand):
-    """A command whose help names each argument as its usage does (`SESSION`, not `<str>`)."""
+    """A command whose help names each argument plainly: `SESSION`, not `{SESSION}` or `<str>`."""
+
+    def collect_usage_pieces(self, ctx: click_core.Context) -> list[str]:
+        """The usage line, a required argument written bare: `SESSION`, not `{SESSION}`."""
+        return [
+            piece[1:-1] if piece.startswith("{") and piece.endswith("}") else piece
+            for piece in super().collect_usage_pieces(ctx)
+        ]
 
     def format_options(self, ctx: click_core.Context, formatter: click_core.HelpFormatter) -> None:
         """The Arguments and Options sections, with no type placeholder beside an argument."""

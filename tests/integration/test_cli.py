@@ -352,6 +352,7 @@ def test_no_argument_or_option_shows_a_type_placeholder() -> None:
         listed = out.partition("\nArguments:\n")[2] or out.partition("\nOptions:\n")[2]
         listed = listed.partition("\nCommands:\n")[0]
         assert [] == re.findall(r"<[^>]*>", listed), f"ledgerclaw {' '.join(words)}"
+        assert "{" not in out.splitlines()[0], f"ledgerclaw {' '.join(words)}"
 
 
 def test_no_command_summary_is_cut_short_at_80_columns() -> None:
