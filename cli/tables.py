@@ -16,6 +16,7 @@ so they survive grep, less and copying; headers are bold.
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -207,10 +208,16 @@ def listing(
     columns: Sequence[Column],
     rows: Sequence[Mapping[str, Cell]],
     title: str | None = None,
+    *,
+    width: int | None = None,
 ) -> None:
-    """Print `rows` (each a cell per column header) in the one table style, fitted."""
+    """Print `rows` (each a cell per column header) in the one table style, fitted.
+
+    The table fits `width`, else `$COLUMNS` as it is now, else the console's width (the
+    terminal's, or 80 when the output is not a terminal).
+    """
     fitted = [_Fitted(c, [row.get(c.header, "") for row in rows]) for c in columns]
-    kept = _fit(fitted, console.width)
+    kept = _fit(fitted, width or _columns() or console.width)
     lines: list[Text] = []
     if title is not None:
         lines.append(Text(title, style="bold"))
@@ -220,6 +227,12 @@ def listing(
         _joined(kept, [_lines(c, c.cells[index]) for c in kept]) for index in range(len(rows))
     )
     console.print(Text("\n").join(lines), soft_wrap=True)
+
+
+def _columns() -> int | None:
+    """`$COLUMNS` now: a console reads it only when it is made."""
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None
 
 
 def _joined(kept: list[_Fitted], cells: list[list[Cell]]) -> Text:

@@ -13,7 +13,7 @@ from cli import tables
 def render(width: int, columns: tuple[tables.Column, ...], rows: list[dict[str, str]]) -> str:
     """The listing as a console of `width` columns prints it."""
     console = Console(file=io.StringIO(), width=width, color_system=None)
-    tables.listing(console, columns, rows)
+    tables.listing(console, columns, rows, width=width)
     output = console.file
     assert isinstance(output, io.StringIO)
     return output.getvalue()
