@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,11 +64,40 @@ class Home:
         return tuple(self.root / name for name in PROTECTED_DIRS)
 
 
-def resolve_home(environ: dict[str, str] | None = None) -> Home:
-    """The home named by `LEDGERCLAW_HOME`, else `~/.ledgerclaw`; nothing is created."""
+DEFAULT_HOME = "~/.ledgerclaw"
+
+
+def resolve_home(environ: Mapping[str, str] | None = None) -> Home:
+    """The home named by `LEDGERCLAW_HOME`, else `~/.ledgerclaw`; nothing is created.
+
+    A relative `LEDGERCLAW_HOME` is refused: a process started by another program (an MCP
+    client, say) inherits a working directory nobody chose, and the same setting would then
+    name a different home in every such process.
+    """
     env = os.environ if environ is None else environ
-    raw = env.get(HOME_ENV) or str(Path("~/.ledgerclaw").expanduser())
-    return Home(Path(raw).expanduser().absolute())
+    raw = env.get(HOME_ENV) or DEFAULT_HOME
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        msg = (
+            f"{HOME_ENV}={raw} is a relative path; set it to an absolute path, or pass --home PATH"
+        )
+        raise HomeError(msg)
+    return Home(path.absolute())
+
+
+def select_home(path: str, environ: MutableMapping[str, str] | None = None) -> Home:
+    """Make `path` the home of this process and of every process it starts.
+
+    `path` was typed by a person (`--home`), so a relative one is taken from the working
+    directory. It is exported as `LEDGERCLAW_HOME`, absolute, and wins over any value there.
+    """
+    if not path.strip():
+        msg = "--home needs a path; it was given an empty one"
+        raise HomeError(msg)
+    env = os.environ if environ is None else environ
+    root = Path(path).expanduser().absolute()
+    env[HOME_ENV] = str(root)
+    return Home(root)
 
 
 def check_home(home: Home) -> Home:

@@ -3,6 +3,7 @@
 Run from the repository root:
 
     .venv/bin/python bench/journal.py [--events 10000] [--single 1000] [--repeat 3]
+    .venv/bin/python bench/journal.py --quick     # a smoke check of a few seconds
 
 Every measurement runs --repeat times in fresh temporary directories and the median is
 printed. Baselines use the same payloads in the same run:
@@ -371,7 +372,12 @@ def main() -> None:
     )
     parser.add_argument("--single", type=int, default=1_000, help="appends at one event per save")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
+    parser.add_argument(
+        "--quick", action="store_true", help="400 events, 50 single appends, 1 run: a smoke check"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.events, args.single, args.repeat = 400, 50, 1
     results = measure(args.events, args.single, args.repeat)
     title = (
         f"ledgerclaw journal benchmark: median of {results.repeat} runs, SQLite "

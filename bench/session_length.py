@@ -5,7 +5,7 @@ decision in one commit, the receipt in another. The session grows by thousands o
 script prints the cost per call of each block beside the first block (ratio 1.00 means no
 growth), and the time to load the session from its latest snapshot in a fresh journal.
 
-    .venv/bin/python bench/session_length.py [--calls 6000] [--block 1000]
+    .venv/bin/python bench/session_length.py [--calls 6000] [--block 1000] [--quick]
 """
 
 from __future__ import annotations
@@ -53,7 +53,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=6000)
     parser.add_argument("--block", type=int, default=1000)
+    parser.add_argument("--quick", action="store_true", help="400 calls in blocks of 200")
     options = parser.parse_args()
+    if options.quick:
+        options.calls, options.block = 400, 200
     with workdir() as directory:
         path: Path = directory / "ledgerclaw.db"
         settings = JournalSettings(durability=Durability.NORMAL)

@@ -3,7 +3,8 @@
 A plain eventsourcing `Application` with the library's own `Aggregate` and `@event` methods,
 the stock JSON transcoder and `eventsourcing.sqlite`, holding the same state as ledgerclaw's
 Session (message count, runs, writer, attempts, working context) and storing the same
-payloads. It never snapshots.
+payloads (the fields a command does not name travel in its `extra` argument). It never
+snapshots.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from session_data import BUILD_BATCH, chunks
 from adapters.journal.journal import SqliteJournal
 from domain.base import DomainEvent
 from domain.ids import SessionId
+
+EXTRA = "extra"
+"""The argument that carries the fields a baseline command does not name."""
 
 
 class StockSession(LibraryAggregate):
@@ -58,8 +62,11 @@ class StockSession(LibraryAggregate):
         self.message_count += 1
 
     @event("AttemptStarted")
-    def start_attempt(self, run_id: str, attempt_id: str, call_id: str, tool_name: str) -> None:
+    def start_attempt(
+        self, run_id: str, attempt_id: str, call_id: str, tool_name: str, extra: dict[str, Any]
+    ) -> None:
         """A tool call's authorization began."""
+        del extra
         self.attempts[attempt_id] = {
             "run_id": run_id,
             "call_id": call_id,
@@ -68,32 +75,19 @@ class StockSession(LibraryAggregate):
         }
 
     @event("PolicyEvaluated")
-    def evaluate_policy(  # noqa: PLR0913, PLR0917 - mirrors the ledgerclaw event's fields
-        self,
-        run_id: str,
-        attempt_id: str,
-        decision: str,
-        rule: str,
-        detail: str,
-        approval_mode: str | None,
+    def evaluate_policy(
+        self, run_id: str, attempt_id: str, decision: str, extra: dict[str, Any]
     ) -> None:
         """Policy decided an attempt."""
-        del run_id, rule, detail, approval_mode
+        del run_id, extra
         self.attempts[attempt_id] = {**self.attempts[attempt_id], "decision": decision}
 
     @event("ReceiptRecorded")
-    def record_receipt(  # noqa: PLR0913, PLR0917 - mirrors the ledgerclaw event's fields
-        self,
-        run_id: str,
-        attempt_id: str,
-        outcome: str,
-        file_activity: list[dict[str, Any]],
-        project_declaration: str | None,
-        remediation: str | None,
-        spill_id: str | None,
+    def record_receipt(
+        self, run_id: str, attempt_id: str, outcome: str, extra: dict[str, Any]
     ) -> None:
         """An allowed attempt completed."""
-        del run_id, file_activity, project_declaration, remediation, spill_id
+        del run_id, extra
         self.attempts[attempt_id] = {
             **self.attempts[attempt_id],
             "status": "ended",
@@ -102,25 +96,45 @@ class StockSession(LibraryAggregate):
 
     @event("WorkingContextChanged")
     def change_context(
-        self, run_id: str, project_directory: str | None, recent_files: list[str]
+        self,
+        run_id: str,
+        project_directory: str | None,
+        recent_files: list[str],
+        extra: dict[str, Any],
     ) -> None:
         """The working context followed a receipt."""
-        del run_id
+        del run_id, extra
         self.working_context = {
             "project_directory": project_directory,
             "recent_files": recent_files,
         }
 
 
-STOCK_COMMANDS: dict[str, Callable[..., None]] = {
-    "ledgerclaw.session.run_started": StockSession.start_run,
-    "ledgerclaw.session.writer_claimed": StockSession.claim_writer,
-    "ledgerclaw.session.message_appended": StockSession.append_message,
-    "ledgerclaw.session.attempt_started": StockSession.start_attempt,
-    "ledgerclaw.session.policy_evaluated": StockSession.evaluate_policy,
-    "ledgerclaw.session.receipt_recorded": StockSession.record_receipt,
-    "ledgerclaw.session.working_context_changed": StockSession.change_context,
+STOCK_COMMANDS: dict[str, tuple[Callable[..., None], tuple[str, ...]]] = {
+    "ledgerclaw.session.run_started": (StockSession.start_run, ("run_id", "client_run_id")),
+    "ledgerclaw.session.writer_claimed": (
+        StockSession.claim_writer,
+        ("run_id", "superseded_run_id"),
+    ),
+    "ledgerclaw.session.message_appended": (StockSession.append_message, ("run_id", "message")),
+    "ledgerclaw.session.attempt_started": (
+        StockSession.start_attempt,
+        ("run_id", "attempt_id", "call_id", "tool_name", EXTRA),
+    ),
+    "ledgerclaw.session.policy_evaluated": (
+        StockSession.evaluate_policy,
+        ("run_id", "attempt_id", "decision", EXTRA),
+    ),
+    "ledgerclaw.session.receipt_recorded": (
+        StockSession.record_receipt,
+        ("run_id", "attempt_id", "outcome", EXTRA),
+    ),
+    "ledgerclaw.session.working_context_changed": (
+        StockSession.change_context,
+        ("run_id", "project_directory", "recent_files", EXTRA),
+    ),
 }
+"""Each mirrored topic: the baseline's command and the argument names it takes."""
 
 
 class StockApplication(Application[UUID]):
@@ -161,7 +175,25 @@ def mirror_to_stock(
     skip = {"originator_id", "originator_version", "timestamp"}
     for batch in chunks(stored[1:], BUILD_BATCH):
         for domain_event in batch:
+            command, names = STOCK_COMMANDS[type(domain_event).TOPIC]
             fields = domain_event.model_dump(mode="json", exclude=skip)
-            STOCK_COMMANDS[type(domain_event).TOPIC](session, **fields)
+            command(session, **_arguments(names, fields))
         app.save(session)
     return session
+
+
+def _arguments(names: tuple[str, ...], fields: dict[str, Any]) -> dict[str, Any]:
+    """The event's fields as a command takes them: its named ones, and the rest as `extra`.
+
+    The stock event then stores every field the ledgerclaw event stores (the same payload),
+    and a field added to a ledgerclaw event reaches the baseline without a change here. A
+    command without `extra` must name every field, or the mirror would store less.
+    """
+    named = {key: value for key, value in fields.items() if key in names}
+    rest = {key: value for key, value in fields.items() if key not in names}
+    if EXTRA in names:
+        return named | {EXTRA: rest}
+    if rest:
+        msg = f"the baseline's command takes no {sorted(rest)}; give it an `extra` argument"
+        raise TypeError(msg)
+    return named

@@ -19,6 +19,8 @@ from cli.backup_cmd import backup_app
 from cli.common import expected_errors
 from cli.config_cmd import config_app
 from cli.daemon_cmd import daemon_app, mcp_app
+from cli.global_options import GlobalOptionsAnywhere, global_options
+from cli.help_format import name_arguments_plainly
 from cli.operator_cmd import approvals_app, devices_app
 from domain.session.values import Audience
 
@@ -27,23 +29,29 @@ R = TypeVar("R")
 
 app = typer.Typer(
     name="ledgerclaw",
-    help="An event-sourced runtime around an AI agent, journaled in one SQLite file.",
+    help="An event-sourced runtime around an AI agent, journaled in one SQLite file."
+    "\n\nEvery command works on one home: the directory --home names, else $LEDGERCLAW_HOME"
+    " (an absolute path), else ~/.ledgerclaw. The home holds the journal (ledgerclaw.db),"
+    " config.toml and secrets.toml. --home may stand before or after"
+    " the command: ledgerclaw --home /srv/agent session list.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # Plain help: what the source says is what a reader sees (rich markup would eat
+    # "[daemon]"), and flags show no placeholder.
+    rich_markup_mode=None,
+    cls=GlobalOptionsAnywhere,
 )
-session_app = typer.Typer(help="Inspect sessions: list them, replay their timelines and states.")
+session_app = typer.Typer(help="Inspect sessions: list, show and replay them.")
 app.add_typer(session_app, name="session")
-tool_app = typer.Typer(help="See which tools are exposed, and call one through the pipeline.")
+tool_app = typer.Typer(help="List the tools, and call one through the governed pipeline.")
 app.add_typer(tool_app, name="tool")
 
 audit_app = typer.Typer(help="Audit tool calls: authorization attempts and file activity.")
 app.add_typer(audit_app, name="audit")
 stats_app = typer.Typer(help="Statistics over tool calls.")
 app.add_typer(stats_app, name="stats")
-projections_app = typer.Typer(
-    help="The read models: their positions, rebuilding them, verifying them against the journal."
-)
+projections_app = typer.Typer(help="Show, rebuild and verify the read models of the journal.")
 app.add_typer(projections_app, name="projections")
 app.add_typer(config_app, name="config")
 app.add_typer(daemon_app, name="daemon")
@@ -52,24 +60,40 @@ app.add_typer(approvals_app, name="approvals")
 app.add_typer(devices_app, name="devices")
 app.add_typer(backup_app, name="backup")
 
+
+app.callback()(global_options)
+
 INTERRUPTED = 130
 """The exit code of a command stopped by Ctrl-C, as shells report it."""
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON only.")
-CSV_OPTION = typer.Option(False, "--csv", help="Print CSV (a header row, then one per row).")
+CSV_OPTION = typer.Option(False, "--csv", help="Print CSV: a header row, then one line per row.")
 SINCE_OPTION = typer.Option(
     None,
     "--since",
+    metavar="T",
     help="Only from this time on: 2026-11-30, 2026-11-30T10:00 (UTC unless an offset is"
     " given), or an age such as 7d, 24h, 90m.",
 )
 UNTIL_OPTION = typer.Option(
-    None, "--until", help="Only before this time (same forms; a date includes its whole day)."
+    None,
+    "--until",
+    metavar="T",
+    help="Only before this time (same forms; a date includes its whole day).",
 )
 SESSION_FILTER = typer.Option(
-    None, "--session", help="Only this session: its id or a unique prefix (4+ hex digits)."
+    None,
+    "--session",
+    metavar="SESSION",
+    help="Only this session: its id or a unique prefix (4+ hex digits).",
+)
+SESSION_ARGUMENT = typer.Argument(
+    metavar="SESSION", help="Session id, or a unique prefix of it (4+ hex digits)."
 )
 LIMIT_OPTION = typer.Option(
-    queries.DEFAULT_LIMIT, "--limit", help="At most this many rows, newest first; 0 for all."
+    queries.DEFAULT_LIMIT,
+    "--limit",
+    metavar="N",
+    help="At most this many rows, newest first; 0 for all.",
 )
 
 
@@ -115,7 +139,10 @@ def list_sessions(  # noqa: PLR0913, PLR0917 - typer reads each option as a para
     json_output: bool = JSON_OPTION,
     csv_output: bool = CSV_OPTION,
 ) -> None:
-    """List sessions from the catalog, oldest first (the newest --limit of them)."""
+    """List sessions, oldest first.
+
+    One row per session from the session catalog: the newest --limit of them.
+    """
     _one_format(json_output, csv_output)
     filters = _filters(since, until, session, limit)
     rows = _audit().sessions(filters, oldest_first=True)
@@ -130,7 +157,7 @@ def list_sessions(  # noqa: PLR0913, PLR0917 - typer reads each option as a para
 @session_app.command("show")
 @expected_errors
 def show_session(
-    session: str = typer.Argument(help="Session id, or a unique prefix of it (4+ hex digits)."),
+    session: str = SESSION_ARGUMENT,
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Show a session's catalog row and working context."""
@@ -144,13 +171,20 @@ def show_session(
 @session_app.command("replay")
 @expected_errors
 def replay(
-    session: str = typer.Argument(help="Session id, or a unique prefix of it (4+ hex digits)."),
+    session: str = SESSION_ARGUMENT,
     at: int | None = typer.Option(
-        None, "--at", min=1, help="Print the state rebuilt from the first N events instead."
+        None,
+        "--at",
+        min=1,
+        metavar="N",
+        help="Print the state rebuilt from the first N events instead.",
     ),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Show a session's timeline, one line per event, or its state at event N."""
+    """Show a session's timeline, or its state at event N.
+
+    The timeline has one line per event; --at N rebuilds the state from the first N events.
+    """
     home = wiring.current_home()
     reader = wiring.open_reader(home)
     session_id = reader.resolve_session(session)
@@ -188,7 +222,10 @@ def replay(
 @app.command("doctor")
 @expected_errors
 def doctor(json_output: bool = JSON_OPTION) -> None:
-    """Check the home, its configuration and the journal; create them if missing."""
+    """Check the home, its configuration and the journal.
+
+    Creates the home and an empty journal when they are missing.
+    """
     home = wiring.current_home()
     with render.progress_bar("decoding events") as update:
         report = run_doctor(home, update)
@@ -204,10 +241,16 @@ def doctor(json_output: bool = JSON_OPTION) -> None:
 @expected_errors
 def list_tools(
     session: str | None = typer.Option(
-        None, "--session", help="Show exposure for this session (its audience, loaded tools)."
+        None,
+        "--session",
+        metavar="SESSION",
+        help="Show exposure for this session (its audience, loaded tools).",
     ),
     audience: Audience | None = typer.Option(
-        None, "--audience", help="Show exposure for this audience instead (default personal)."
+        None,
+        "--audience",
+        metavar="AUDIENCE",
+        help="Show exposure for this audience instead: personal (the default), team or public.",
     ),
     json_output: bool = JSON_OPTION,
 ) -> None:
@@ -228,17 +271,25 @@ def list_tools(
 @tool_app.command("call")
 @expected_errors
 def call_tool(
-    tool: str = typer.Argument(help="The tool's name, as `tool list` shows it."),
+    tool: str = typer.Argument(metavar="TOOL", help="The tool's name, as `tool list` shows it."),
     session: str | None = typer.Option(
-        None, "--session", help="Session id or unique prefix; a new session when omitted."
+        None,
+        "--session",
+        metavar="SESSION",
+        help="Session id or unique prefix; a new session when omitted.",
     ),
-    args: str = typer.Option("{}", "--args", help="The call's arguments as a JSON object."),
+    args: str = typer.Option(
+        "{}", "--args", metavar="JSON", help="The call's arguments as a JSON object."
+    ),
     approve: bool = typer.Option(
         False, "--approve", help="Approve this call if it needs an operator's consent."
     ),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Call one tool through the governed pipeline; the call is journaled like any other."""
+    """Call one tool through the governed pipeline.
+
+    The call is journaled like any other.
+    """
     try:
         arguments = orjson.loads(args)
     except orjson.JSONDecodeError as error:
@@ -269,11 +320,17 @@ def audit_attempts(  # noqa: PLR0913, PLR0917 - typer reads each option as a par
     decision: str | None = typer.Option(
         None,
         "--decision",
+        metavar="DECISION",
         help="Only attempts with this decision: " + ", ".join(queries.DECISIONS) + ".",
     ),
-    tool: str | None = typer.Option(None, "--tool", help="Only calls of this tool."),
+    tool: str | None = typer.Option(
+        None, "--tool", metavar="TOOL", help="Only calls of this tool."
+    ),
     path: str | None = typer.Option(
-        None, "--path", help="Only attempts about a path matching this glob (SQLite GLOB)."
+        None,
+        "--path",
+        metavar="GLOB",
+        help="Only attempts about a path matching this glob (SQLite GLOB: *, ?, [...]).",
     ),
     since: str | None = SINCE_OPTION,
     until: str | None = UNTIL_OPTION,
@@ -282,7 +339,10 @@ def audit_attempts(  # noqa: PLR0913, PLR0917 - typer reads each option as a par
     json_output: bool = JSON_OPTION,
     csv_output: bool = CSV_OPTION,
 ) -> None:
-    """List authorization attempts: the decision, its rule or denial, who approved, the end."""
+    """List authorization attempts, newest first.
+
+    Each with its decision, the rule or denial behind it, who approved, and how it ended.
+    """
     _one_format(json_output, csv_output)
     filters = _filters(since, until, session, limit)
     rows = _audit().attempts(filters, decision=decision, tool=tool, path_glob=path)
@@ -293,10 +353,16 @@ def audit_attempts(  # noqa: PLR0913, PLR0917 - typer reads each option as a par
 @expected_errors
 def audit_files(  # noqa: PLR0913, PLR0917 - typer reads each option as a parameter
     path: str | None = typer.Option(
-        None, "--path", help="Only paths matching this glob (SQLite GLOB: *, ?, [...])."
+        None,
+        "--path",
+        metavar="GLOB",
+        help="Only paths matching this glob (SQLite GLOB: *, ?, [...]).",
     ),
     operation: str | None = typer.Option(
-        None, "--operation", help="Only this operation: " + ", ".join(queries.OPERATIONS) + "."
+        None,
+        "--operation",
+        metavar="OP",
+        help="Only this operation: " + ", ".join(queries.OPERATIONS) + ".",
     ),
     since: str | None = SINCE_OPTION,
     until: str | None = UNTIL_OPTION,
@@ -305,7 +371,10 @@ def audit_files(  # noqa: PLR0913, PLR0917 - typer reads each option as a parame
     json_output: bool = JSON_OPTION,
     csv_output: bool = CSV_OPTION,
 ) -> None:
-    """List the files successful tool calls read, wrote, attached or declared."""
+    """List the files that tool calls used, newest first.
+
+    The files successful calls read, wrote, attached or declared.
+    """
     _one_format(json_output, csv_output)
     filters = _filters(since, until, session, limit)
     rows = _audit().files(filters, path_glob=path, operation=operation)
@@ -318,13 +387,19 @@ def stats_daily(  # noqa: PLR0913, PLR0917 - typer reads each option as a parame
     since: str | None = SINCE_OPTION,
     until: str | None = UNTIL_OPTION,
     session: str | None = typer.Option(
-        None, "--session", help="Only this session's calls (id or a unique prefix)."
+        None,
+        "--session",
+        metavar="SESSION",
+        help="Only this session's calls: its id or a unique prefix (4+ hex digits).",
     ),
     limit: int = LIMIT_OPTION,
     json_output: bool = JSON_OPTION,
     csv_output: bool = CSV_OPTION,
 ) -> None:
-    """Tool calls per day, tool and outcome: counts, durations, denials and approvals."""
+    """Count tool calls per day, tool and outcome.
+
+    With total and p95 durations, denials and approvals asked, granted and timed out.
+    """
     _one_format(json_output, csv_output)
     filters = _filters(since, until, session, limit)
     _listing(_audit().daily(filters), json_output, csv_output, render_models.daily_stats)
@@ -333,7 +408,10 @@ def stats_daily(  # noqa: PLR0913, PLR0917 - typer reads each option as a parame
 @projections_app.command("status")
 @expected_errors
 def projections_status(json_output: bool = JSON_OPTION) -> None:
-    """Each projection's version, position, the log's head and its lag (without catching up)."""
+    """Show each projection's position and its lag behind the journal.
+
+    With its code and stored versions and the journal's head; it does not catch up.
+    """
     rows = queries.status(wiring.current_home())
     if json_output:
         render.emit_json(list(rows))
@@ -345,11 +423,16 @@ def projections_status(json_output: bool = JSON_OPTION) -> None:
 @expected_errors
 def projections_rebuild(
     names: list[str] | None = typer.Argument(
-        None, help="The projections to rebuild (see `projections status`); all when omitted."
+        None,
+        metavar="NAME",
+        help="The projections to rebuild (see `projections status`); all when omitted.",
     ),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Drop projections' tables and apply the whole journal again."""
+    """Rebuild projections from the whole journal.
+
+    Drops their tables and applies every event again.
+    """
     with render.progress_bar("rebuilding") as update:
         rows = queries.rebuild(wiring.current_home(), names or (), update)
     if json_output:
@@ -363,7 +446,10 @@ def projections_rebuild(
 @projections_app.command("verify")
 @expected_errors
 def projections_verify(json_output: bool = JSON_OPTION) -> None:
-    """Rebuild every projection in a scratch file and compare it with the live tables."""
+    """Compare every projection with a rebuild from the journal.
+
+    The rebuild goes to a scratch file; the live tables are left as they are.
+    """
     with render.progress_bar("rebuilding to compare") as update:
         found = [difference.as_dict() for difference in verify(wiring.current_home(), update)]
     if json_output:
@@ -372,6 +458,9 @@ def projections_verify(json_output: bool = JSON_OPTION) -> None:
         render_models.differences(found)
     if found:
         raise typer.Exit(1)
+
+
+name_arguments_plainly(app)
 
 
 def main() -> None:

@@ -21,7 +21,10 @@ config_app = typer.Typer(help="Check the home's configuration files.")
 @config_app.command("check")
 @expected_errors
 def check(json_output: bool = JSON_OPTION) -> None:
-    """Check config.toml and secrets.toml as `daemon run` does at start-up; start nothing."""
+    """Check config.toml and secrets.toml, and start nothing.
+
+    The same checks `daemon run` makes at start-up.
+    """
     home = wiring.current_home()
     try:
         checked = check_config(check_home(home).config, home.secrets)

@@ -13,7 +13,7 @@ from adapters.home import ensure_home
 from cli import render
 from cli.common import JSON_OPTION, expected_errors, print_warnings
 
-daemon_app = typer.Typer(help="Run the daemon, pair devices with it, and ask how it is doing.")
+daemon_app = typer.Typer(help="Run the daemon, pair devices, and ask how it is doing.")
 mcp_app = typer.Typer(help="Serve the governed tools to an MCP client.")
 
 
@@ -21,10 +21,18 @@ mcp_app = typer.Typer(help="Serve the governed tools to an MCP client.")
 @expected_errors
 def run(
     port: int | None = typer.Option(
-        None, "--port", min=1, max=65535, help="Listen on this port instead of [daemon] port."
+        None,
+        "--port",
+        min=1,
+        max=65535,
+        metavar="N",
+        help="Listen on port N instead of the port that config.toml's [daemon] section sets.",
     ),
 ) -> None:
-    """Run the daemon for this home in the foreground until SIGINT or SIGTERM."""
+    """Run the daemon for this home in the foreground.
+
+    It runs until SIGINT or SIGTERM.
+    """
     from adapters.daemon.service import Daemon  # noqa: PLC0415 - the MCP SDK is slow to import
 
     home = wiring.current_home()
@@ -51,41 +59,51 @@ def run(
 @daemon_app.command("pair")
 @expected_errors
 def pair(
-    name: str | None = typer.Option(None, "--name", help="The name the new device is listed by."),
+    name: str | None = typer.Option(
+        None, "--name", metavar="NAME", help="The name the new device is listed by."
+    ),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Ask the running daemon for a single-use pairing code (valid five minutes)."""
+    """Ask the running daemon for a pairing code.
+
+    The code is single use and valid five minutes.
+    """
     answer = issue_pairing_code(wiring.current_home(), name)
     if json_output:
         render.emit_json(answer)
         return
-    render.out.print(answer["code"])
+    render.line(answer["code"])
     seconds = int(answer["expires_in_seconds"])
     valid = f"{round(seconds / 60)} min" if seconds >= 90 else f"{seconds} s"  # noqa: PLR2004 - minutes read better
-    render.err.print(
+    render.line(
         f"single use, valid {valid}, and it replaces any earlier code: run"
         f" `ledgerclaw devices pair {answer['code']}` on the device (or POST it to /pair)",
-        markup=False,
-        highlight=False,
+        console=render.err,
     )
 
 
 @daemon_app.command("status")
 @expected_errors
 def status(json_output: bool = JSON_OPTION) -> None:
-    """How the running daemon is doing: sessions, calls, approvals, refusals."""
+    """Show how the running daemon is doing.
+
+    Its sessions, calls, approvals and refusals.
+    """
     answer = daemon_status(wiring.current_home())
     if json_output:
         render.emit_json(answer)
         return
     for key, value in answer.items():
-        render.out.print(f"{key:>20}  {value}")
+        render.line(f"{key:>20}  {value}")
 
 
 @mcp_app.command("serve")
 @expected_errors
 def serve() -> None:
-    """Serve the governed tools over stdio: one process, one journaled session."""
+    """Serve the governed tools over stdio.
+
+    One process, one journaled session.
+    """
     from adapters.mcp.stdio import serve_stdio  # noqa: PLC0415 - the MCP SDK is slow to import
 
     home = wiring.current_home()

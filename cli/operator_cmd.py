@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
-from rich.table import Table
 
 from adapters import wiring
 from adapters.daemon import operator
 from adapters.daemon.control_client import exchange_pairing_code
 from adapters.daemon.control_methods import BadControlRequestError
-from cli import render
+from cli import render, render_operator
 from cli.common import JSON_OPTION, expected_errors
 from domain.session.values import ApprovalScope, ApprovalVerdict
 
@@ -20,67 +18,15 @@ approvals_app = typer.Typer(help="List and decide the approvals running calls wa
 devices_app = typer.Typer(help="Pair, list and revoke the devices that may use /mcp.")
 
 
-def _table(title: str, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
-    table = Table(title=title, title_justify="left", box=None, pad_edge=False)
-    for column in columns:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*(render.one_line(str(row.get(c) or "")) for c in columns))
-    render.out.print(table)
-
-
 @approvals_app.command("list")
 @expected_errors
 def approvals_list(json_output: bool = JSON_OPTION) -> None:
-    """Every approval a running call is waiting for, oldest first."""
+    """List the approvals running calls wait for, oldest first."""
     rows = operator.pending_approvals(wiring.current_home())
     if json_output:
         render.emit_json(rows)
         return
-    if not rows:
-        render.out.print("No approvals are pending.")
-        return
-    shown = [
-        {
-            **row,
-            "session": _session_cell(row),
-            "device": render.short_id(row.get("device") or "-"),
-            "client": row.get("client") or "-",
-            "widen": "yes" * row["can_widen"],
-        }
-        for row in rows
-    ]
-    _table(
-        f"{len(rows)} pending approval(s)",
-        (
-            "id",
-            "device",
-            "client",
-            "session",
-            "tool",
-            "summary",
-            "mode",
-            "widen",
-            "asked_at",
-            "host",
-        ),
-        shown,
-    )
-    for row in rows:
-        if row["can_widen"] and row.get("session_scope_covers"):
-            render.out.print(
-                f"--session-scope on {render.short_id(row['id'])} covers"
-                f" {row['session_scope_covers']}",
-                markup=False,
-                highlight=False,
-                soft_wrap=True,
-            )
-
-
-def _session_cell(row: dict[str, Any]) -> str:
-    """The session's id, and what sets it apart within its device and client."""
-    short = render.short_id(row["session_id"])
-    return f"{short} ({row['session']})" if row.get("session") else short
+    render_operator.approvals(rows)
 
 
 def _decide(
@@ -106,7 +52,7 @@ def _decide(
     call = f"{answer['id']} ({answer['tool']}: {answer['summary']})"
     if answer["verdict"] != "approved":
         # A denial has no reach: it ends the one waiting call.
-        render.out.print(f"denied {call}; it will not run")
+        render.line(f"denied {call}; it will not run")
         return
     session = "the rest of the session"
     if answer.get("session_scope_covers"):
@@ -114,16 +60,21 @@ def _decide(
     reach = {"once": "this call only", "session": session}.get(
         answer["scope"], f"paths under {directory}"
     )
-    render.out.print(f"approved {call} for {reach}")
+    render.line(f"approved {call} for {reach}")
 
 
 SESSION_SCOPE = typer.Option(
     False, "--session-scope", help="Also approve the same call for the rest of the session."
 )
 DIRECTORY_SCOPE = typer.Option(
-    None, "--directory", help="Also approve the same call on paths under this directory."
+    None,
+    "--directory",
+    metavar="DIR",
+    help="Also approve the same call on paths under this directory.",
 )
-APPROVAL_ID = typer.Argument(help="The approval's id (its attempt id) or a unique prefix.")
+APPROVAL_ID = typer.Argument(
+    metavar="ID", help="The approval's id (its attempt id) or a unique prefix."
+)
 
 
 @approvals_app.command("approve")
@@ -148,7 +99,7 @@ def deny(approval_id: str = APPROVAL_ID, json_output: bool = JSON_OPTION) -> Non
 @devices_app.command("list")
 @expected_errors
 def devices_list(json_output: bool = JSON_OPTION) -> None:
-    """Every paired device, active or revoked."""
+    """List every paired device, active or revoked."""
     journal = wiring.open_journal(wiring.current_home())
     try:
         rows = operator.device_rows(journal)
@@ -157,20 +108,13 @@ def devices_list(json_output: bool = JSON_OPTION) -> None:
     if json_output:
         render.emit_json(rows)
         return
-    if not rows:
-        render.out.print("No devices are paired. Pair one with `ledgerclaw daemon pair`.")
-        return
-    _table(
-        f"{len(rows)} device(s)",
-        ("device_id", "name", "status", "paired_at", "last_seen_at", "revoked_at"),
-        rows,
-    )
+    render_operator.devices(rows)
 
 
 @devices_app.command("revoke")
 @expected_errors
 def devices_revoke(
-    device: str = typer.Argument(help="The device's id or a unique prefix."),
+    device: str = typer.Argument(metavar="ID", help="The device's id or a unique prefix."),
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Revoke a device: its token is refused on its very next request."""
@@ -182,25 +126,29 @@ def devices_revoke(
     if json_output:
         render.emit_json(row)
         return
-    render.out.print(f"revoked {row['device_id']} ({row['name']})")
+    render.line(f"revoked {row['device_id']} ({row['name']})")
 
 
 @devices_app.command("pair")
 @expected_errors
 def devices_pair(
-    code: str = typer.Argument(help="The code `ledgerclaw daemon pair` printed."),
-    name: str | None = typer.Option(None, "--name", help="The name to list this device by."),
+    code: str = typer.Argument(metavar="CODE", help="The code `ledgerclaw daemon pair` printed."),
+    name: str | None = typer.Option(
+        None, "--name", metavar="NAME", help="The name to list this device by."
+    ),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Exchange a pairing code for a device token, shown once: store it as a secret."""
+    """Exchange a pairing code for a device token.
+
+    The token is shown once: store it as a secret.
+    """
     device_id, token = exchange_pairing_code(wiring.current_home(), code, name)
     if json_output:
         render.emit_json({"device_id": device_id, "token": token})
         return
-    render.out.print(token)
-    render.err.print(
+    render.line(token)
+    render.line(
         f"paired {device_id}. This token is shown once; give it to the MCP client as"
         " `Authorization: Bearer TOKEN`.",
-        markup=False,
-        highlight=False,
+        console=render.err,
     )

@@ -11,11 +11,11 @@ from typing import Any
 import orjson
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
 from adapters.doctor import DoctorReport
 from adapters.journal.reader import TimelineEntry
+from cli import tables
 from domain.session.state import SessionState
 from domain.tools.result import ToolResult
 
@@ -38,6 +38,21 @@ def emit_json(value: Any) -> None:  # noqa: ANN401 - any JSON-ready value
 def error(message: str) -> None:
     """Print an expected error on stderr, without a stack trace."""
     err.print(Text(f"error: {message}", style="bold red"), soft_wrap=True)
+
+
+def line(text: str, style: str | None = None, *, console: Console = out) -> None:
+    """Print one line as it is: never wrapped, so a command or a path in it stays whole."""
+    console.print(Text(text, style=style or ""), soft_wrap=True)
+
+
+def pairs(rows: Sequence[tuple[str, str]]) -> None:
+    """Labelled values, one per line, the values aligned and never wrapped."""
+    width = max((len(label) for label, _ in rows), default=0) + 2
+    for label, value in rows:
+        shown = Text(f"{label:<{width}}", style="dim")
+        shown.append(value)
+        shown.rstrip()
+        out.print(shown, soft_wrap=True)
 
 
 @contextmanager
@@ -127,7 +142,7 @@ def timeline(session_id: str, entries: Sequence[TimelineEntry]) -> None:
     stays on its own line for grep and less.
     """
     span = f"{entries[0].recorded_at[:10]} .. {entries[-1].recorded_at[:10]}" if entries else ""
-    out.print(f"{session_id}: {len(entries)} events, {span} UTC", style="bold")
+    line(f"{session_id}: {len(entries)} events, {span} UTC", "bold")
     names = [e.event.partition(".")[2] or e.event for e in entries]
     pos_width = max(len("#"), *(len(str(e.position)) for e in entries))
     log_width = max(len("log"), *(len(str(e.log_position)) for e in entries))
@@ -144,14 +159,11 @@ def timeline(session_id: str, entries: Sequence[TimelineEntry]) -> None:
     out.file.write("\n".join(lines) + "\n")
 
 
-def _state_summary(state: SessionState) -> Table:
-    summary = Table.grid(padding=(0, 2))
-    summary.add_column(style="dim")
-    summary.add_column()
+def _state_summary(state: SessionState) -> list[tuple[str, str]]:
     storage = state.storage
     context = state.working_context
-    for label, value in (
-        ("key", state.session_key),
+    return [
+        ("key", one_line(state.session_key)),
         ("kind", state.kind.value),
         ("audience", state.audience.value),
         ("parent", state.parent_session_id or "-"),
@@ -160,113 +172,153 @@ def _state_summary(state: SessionState) -> Table:
         ("project", context.project_directory or "-"),
         ("recent files", ", ".join(context.recent_files) or "-"),
         ("messages", str(state.message_count)),
-    ):
-        summary.add_row(label, value)
-    return summary
+    ]
 
 
-def _runs(state: SessionState) -> Table:
-    runs = Table(title="runs", title_justify="left")
-    for column in ("run", "client run", "ended"):
-        runs.add_column(column)
-    for run in state.runs.values():
-        writer = " (writer)" if run.run_id == state.writer else ""
-        runs.add_row(short_id(run.run_id) + writer, run.client_run_id or "", _value(run.ended))
-    return runs
+RUN_COLUMNS = (
+    tables.ident("run", short_id),
+    tables.word("client run", optional=True),
+    tables.word("writer"),
+    tables.word("ended"),
+)
+
+
+def _runs(state: SessionState) -> None:
+    rows = [
+        {
+            "run": str(run.run_id),
+            "client run": one_line(run.client_run_id or ""),
+            "writer": "yes" if run.run_id == state.writer else "",
+            "ended": _value(run.ended),
+        }
+        for run in state.runs.values()
+    ]
+    tables.listing(out, RUN_COLUMNS, rows, "runs")
 
 
 def _value(member: StrEnum | None) -> str:
     return member.value if member is not None else ""
 
 
-def _attempts(state: SessionState) -> Table:
+ATTEMPT_COLUMNS = (
+    tables.ident("attempt", short_id),
+    tables.word("call", optional=True),
+    tables.word("tool"),
+    tables.word("status"),
+    tables.word("decision"),
+    tables.word("end", optional=True),
+    tables.word("outcome"),
+)
+
+
+def _attempts(state: SessionState) -> None:
     earlier = state.ended_attempts - sum(1 for a in state.attempts.values() if a.end is not None)
     title = "authorization attempts" + (
         f" ({earlier} earlier ended ones not shown)" if earlier else ""
     )
-    attempts = Table(title=title, title_justify="left")
-    for column in ("attempt", "call", "tool", "status", "decision", "end", "outcome"):
-        attempts.add_column(column, no_wrap=column in ("attempt", "status"))
-    for a in state.attempts.values():
-        attempts.add_row(
-            short_id(a.attempt_id),
-            a.call_id,
-            a.tool_name,
-            a.status.value,
-            _value(a.decision),
-            _value(a.end),
-            _value(a.outcome),
-        )
-    return attempts
+    rows = [
+        {
+            "attempt": str(a.attempt_id),
+            "call": one_line(a.call_id),
+            "tool": a.tool_name,
+            "status": a.status.value,
+            "decision": _value(a.decision),
+            "end": _value(a.end),
+            "outcome": _value(a.outcome),
+        }
+        for a in state.attempts.values()
+    ]
+    tables.listing(out, ATTEMPT_COLUMNS, rows, title)
 
 
-def _transcript(messages: Sequence[dict[str, Any]]) -> Table:
+TRANSCRIPT_COLUMNS = (tables.number("#"), tables.word("role"), tables.text("content"))
+
+
+def _transcript(messages: Sequence[dict[str, Any]]) -> None:
     shown = messages[-TRANSCRIPT_TAIL:]
     skipped = len(messages) - len(shown)
+    title = "transcript"
     if skipped:
-        out.print(f"transcript: last {len(shown)} of {len(messages)} messages (--json has all)")
-    transcript = Table(title=None if skipped else "transcript", title_justify="left")
-    transcript.add_column("#", justify="right")
-    transcript.add_column("role")
-    transcript.add_column("content", overflow="fold")
+        title = f"transcript: last {len(shown)} of {len(messages)} messages (--json has all)"
+    rows = []
     for index, message in enumerate(shown, start=skipped + 1):
         content = str(message.get("content", ""))
         if len(content) > MESSAGE_PREVIEW:
             content = content[:MESSAGE_PREVIEW] + "…"
         calls = ", ".join(f"{c['name']}({c['call_id']})" for c in message.get("tool_calls", ()))
         answers = f"[{message['call_id']}] " if message.get("call_id") else ""
-        text = answers + content + (f" -> {calls}" if calls else "")
-        transcript.add_row(str(index), str(message.get("role", "")), text)
-    return transcript
+        text = (answers + content + (f" -> {calls}" if calls else "")).strip()
+        rows.append(
+            {"#": str(index), "role": str(message.get("role", "")), "content": one_line(text)}
+        )
+    tables.listing(out, TRANSCRIPT_COLUMNS, rows, title)
 
 
 def session_state(
     state: SessionState, transcript: Sequence[dict[str, Any]], position: int, head: int
 ) -> None:
     """A session's state rebuilt at one position of its stream."""
-    out.print(f"{state.session_id} at event {position} of {head}", style="bold")
-    out.print(_state_summary(state))
+    line(f"{state.session_id} at event {position} of {head}", "bold")
+    pairs(_state_summary(state))
     if state.runs:
-        out.print(_runs(state))
+        _runs(state)
     if state.attempts:
-        out.print(_attempts(state))
+        _attempts(state)
     if transcript:
-        out.print(_transcript(transcript))
+        _transcript(transcript)
+
+
+DOCTOR_COLUMNS = (tables.word("check"), tables.word("result"), tables.text("detail"))
 
 
 def doctor(report: DoctorReport) -> None:
     """The doctor's checks as a table."""
-    table = Table(title=f"ledgerclaw doctor: {report.home}", title_justify="left")
-    table.add_column("check")
-    table.add_column("result")
-    table.add_column("detail", overflow="fold")
-    for check in report.checks:
-        verdict = Text("ok", style="green") if check.ok else Text("FAIL", style="bold red")
-        if check.ok and check.warning:
-            verdict = Text("warn", style="yellow")
-        table.add_row(check.name, verdict, check.detail)
-    out.print(table)
+    rows: list[dict[str, tables.Cell]] = [
+        {
+            "check": check.name,
+            "result": _verdict(check.ok, warning=check.warning),
+            "detail": one_line(check.detail),
+        }
+        for check in report.checks
+    ]
+    tables.listing(out, DOCTOR_COLUMNS, rows, f"ledgerclaw doctor: {report.home}")
     summary = "healthy" if report.ok else "problems found"
-    out.print(f"{report.events} events, {report.snapshots} snapshots: {summary}")
+    line(f"{report.events} events, {report.snapshots} snapshots: {summary}")
+
+
+def _verdict(ok: bool, *, warning: bool) -> Text:
+    if not ok:
+        return Text("FAIL", style="bold red")
+    return Text("warn", style="yellow") if warning else Text("ok", style="green")
+
+
+TOOL_COLUMNS = (
+    tables.word("tool"),
+    tables.word("loading", optional=True),
+    tables.word("concurrency", optional=True),
+    tables.word("approval"),
+    tables.word("exposed"),
+    tables.text("why"),
+)
 
 
 def tool_list(audience: str, session_id: str | None, rows: Sequence[dict[str, Any]]) -> None:
     """One row per tool: how it loads and runs, its approval mode, and its exposure."""
     title = f"tools for {audience} sessions" + (f" (session {session_id})" if session_id else "")
-    table = Table(title=title, title_justify="left", box=None, pad_edge=False)
-    for column in ("tool", "loading", "concurrency", "approval", "exposed", "why"):
-        table.add_column(column)
-    for row in rows:
-        exposed = "yes" if row["in_request"] else ("loadable" if row["policy_visible"] else "no")
-        table.add_row(
-            row["name"],
-            row["loading"],
-            row["concurrency"],
-            row["approval"],
-            exposed,
-            row["reason"],
-        )
-    out.print(table)
+    shown: list[dict[str, tables.Cell]] = [
+        {
+            "tool": row["name"],
+            "loading": row["loading"],
+            "concurrency": row["concurrency"],
+            "approval": row["approval"],
+            "exposed": "yes"
+            if row["in_request"]
+            else ("loadable" if row["policy_visible"] else "no"),
+            "why": one_line(row["reason"]),
+        }
+        for row in rows
+    ]
+    tables.listing(out, TOOL_COLUMNS, shown, title)
 
 
 def tool_result(session_id: str, result: ToolResult) -> None:

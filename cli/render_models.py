@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import orjson
-from rich.table import Table
 from rich.text import Text
 
-from cli.render import minute, one_line, out, short_id, shorten_middle
+from cli import tables
+from cli.render import line, minute, one_line, out, pairs, short_id
 
 
 def csv_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
@@ -43,7 +43,7 @@ def _cell(value: object) -> str:
 
 
 def _empty(what: str) -> None:
-    out.print(f"No {what} match.")
+    line(f"No {what} match.")
 
 
 def session_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -51,35 +51,45 @@ def session_json(row: dict[str, Any]) -> dict[str, Any]:
     return row | {"opened_at": row["created_at"], "last_event_at": row["last_activity_at"]}
 
 
+SESSION_COLUMNS = (
+    tables.ident("session", short_id),
+    tables.word("key"),
+    tables.word("kind", optional=True),
+    tables.word("audience", optional=True),
+    tables.ident("parent", short_id, optional=True),
+    tables.word("status"),
+    tables.number("events", optional=True),
+    tables.word("last activity"),
+)
+
+
 def catalog_sessions(rows: Sequence[dict[str, Any]]) -> None:
     """Sessions from the catalog as a table (`session show` and --json have every column)."""
     if not rows:
-        out.print("No sessions in the journal yet.")
+        line("No sessions in the journal yet.")
         return
-    table = _compact(f"{len(rows)} sessions (UTC)")
     has_parents = any(row["parent_session_id"] for row in rows)
-    columns = ["session", "key", "kind", "audience", "parent", "status"]
-    if not has_parents:
-        columns.remove("parent")
-    for column in columns:
-        table.add_column(column, no_wrap=column != "key", min_width=8 if column == "key" else None)
-    table.add_column("events", justify="right")
-    table.add_column("last activity", no_wrap=True)
-    for row in rows:
-        cells = [short_id(row["session_id"]), row["session_key"], row["kind"], row["audience"]]
-        if has_parents:
-            cells.append(short_id(row["parent_session_id"] or ""))
-        cells += [row["status"], str(row["events"] or 0)]
-        table.add_row(*cells, minute(row["last_activity_at"] or ""))
-    out.print(table)
+    columns = [c for c in SESSION_COLUMNS if has_parents or c.header != "parent"]
+    shown = [
+        {
+            "session": row["session_id"],
+            "key": one_line(row["session_key"]),
+            "kind": row["kind"],
+            "audience": row["audience"],
+            "parent": row["parent_session_id"] or "",
+            "status": row["status"],
+            "events": str(row["events"] or 0),
+            "last activity": minute(row["last_activity_at"] or ""),
+        }
+        for row in rows
+    ]
+    tables.listing(out, columns, shown, f"{len(rows)} sessions (UTC)")
 
 
 def catalog_session(row: dict[str, Any]) -> None:
     """One session's catalog row and working context."""
-    out.print(row["session_id"], style="bold")
-    summary = Table.grid(padding=(0, 2))
-    summary.add_column(style="dim")
-    summary.add_column(overflow="fold")
+    line(row["session_id"], "bold")
+    summary: list[tuple[str, str]] = []
     for label, value in (
         ("key", row["session_key"]),
         ("kind", row["kind"]),
@@ -97,11 +107,11 @@ def catalog_session(row: dict[str, Any]) -> None:
         ("storage", row["storage_root"] or "unbound"),
         ("project", row["project_directory"] or "-"),
     ):
-        summary.add_row(label, _cell(value))
+        summary.append((label, _cell(value)))
     recent = row["recent_files"] or ["-"]
     for index, path in enumerate(recent):
-        summary.add_row("recent files" if index == 0 else "", _cell(path))
-    out.print(summary)
+        summary.append(("recent files" if index == 0 else "", _cell(path)))
+    pairs(summary)
 
 
 def _client(row: dict[str, Any]) -> str:
@@ -115,11 +125,6 @@ def _status(row: dict[str, Any]) -> str:
     if row.get("close_reason"):
         return f"{row['status']}: {row['close_reason']} at {_second(row['closed_at'])}"
     return str(row["status"])
-
-
-def _compact(title: str) -> Table:
-    """A borderless table, so more of a narrow terminal is left for the text columns."""
-    return Table(title=title, title_justify="left", box=None, pad_edge=False)
 
 
 def _common(rows: Sequence[dict[str, Any]], column: str) -> str | None:
@@ -182,30 +187,44 @@ def _decided(row: dict[str, Any]) -> str:
     return f"{verdict or 'decided'} by {who}"
 
 
+ATTEMPT_COLUMNS = (
+    tables.word("started"),
+    tables.ident("session", short_id),
+    tables.word("tool"),
+    tables.path("target"),
+    tables.word("decision"),
+    tables.text("why"),
+)
+
+
 def attempts(rows: Sequence[dict[str, Any]]) -> None:
     """Authorization attempts: the decision, its rule or denial, who approved, how it ended."""
     if not rows:
         _empty("authorization attempts")
         return
     title, by_session, with_day = _scope(rows, "authorization attempts", "started_at")
-    table = _compact(title)
-    columns = ["started", "session", "tool", "target", "decision", "why"]
-    if not by_session:
-        columns.remove("session")
-    for column in columns:
-        table.add_column(column, no_wrap=column != "why", overflow="fold")
-    width = max(TARGET_MIN_WIDTH, out.width // 3)
-    for row in rows:
-        cells = [_when(row["started_at"], with_day=with_day)]
-        if by_session:
-            cells.append(short_id(row["session_id"]))
-        cells += [row["tool"], shorten_middle(target(row), width), row["decision"], _why(row)]
-        table.add_row(*cells)
-    out.print(table)
+    columns = [c for c in ATTEMPT_COLUMNS if by_session or c.header != "session"]
+    shown = [
+        {
+            "started": _when(row["started_at"], with_day=with_day),
+            "session": row["session_id"],
+            "tool": row["tool"],
+            "target": one_line(target(row)),
+            "decision": row["decision"],
+            "why": _why(row),
+        }
+        for row in rows
+    ]
+    tables.listing(out, columns, shown, title)
 
 
-TARGET_MIN_WIDTH = 24
-"""The target column gets a third of the width, never less than this many characters."""
+FILE_COLUMNS = (
+    tables.word("at"),
+    tables.ident("session", short_id),
+    tables.word("operation"),
+    tables.word("tool"),
+    tables.path("path"),
+)
 
 
 def target(row: dict[str, Any]) -> str:
@@ -225,19 +244,18 @@ def file_activity(rows: Sequence[dict[str, Any]]) -> None:
         _empty("file activity records")
         return
     title, by_session, with_day = _scope(rows, "file activity records", "at")
-    table = _compact(title)
-    columns = ["at", "session", "operation", "tool", "path"]
-    if not by_session:
-        columns.remove("session")
-    for column in columns:
-        table.add_column(column, no_wrap=column != "path", overflow="fold")
-    for row in rows:
-        cells = [_when(row["at"], with_day=with_day)]
-        if by_session:
-            cells.append(short_id(row["session_id"]))
-        cells += [row["operation"], row["tool"] or "", _cell(row["path"])]
-        table.add_row(*cells)
-    out.print(table)
+    columns = [c for c in FILE_COLUMNS if by_session or c.header != "session"]
+    shown = [
+        {
+            "at": _when(row["at"], with_day=with_day),
+            "session": row["session_id"],
+            "operation": row["operation"],
+            "tool": row["tool"] or "",
+            "path": _cell(row["path"]),
+        }
+        for row in rows
+    ]
+    tables.listing(out, columns, shown, title)
 
 
 def _number(value: object) -> str:
@@ -248,72 +266,97 @@ def _number(value: object) -> str:
     return str(value)
 
 
+DAILY_COLUMNS = (
+    tables.word("day"),
+    tables.word("tool"),
+    tables.word("outcome"),
+    tables.number("calls"),
+    tables.number("total ms", optional=True),
+    tables.number("p95 ms", optional=True),
+    tables.number("denied", optional=True),
+    tables.number("approvals", optional=True),
+)
+
+
 def daily_stats(rows: Sequence[dict[str, Any]]) -> None:
     """Calls per day, tool and outcome, with durations, denials and approvals."""
     if not rows:
         _empty("daily statistics")
         return
-    table = _compact("tool calls per day (UTC); approvals asked/granted/timed out")
-    for column in ("day", "tool", "outcome"):
-        table.add_column(column, no_wrap=True)
-    for column in ("calls", "total ms", "p95 ms", "denied", "approvals"):
-        table.add_column(column, justify="right", no_wrap=True)
-    for row in rows:
-        approvals = "/".join(
-            _number(row[c]) for c in ("approvals_asked", "approvals_granted", "approvals_timed_out")
-        )
-        table.add_row(
-            row["day"],
-            row["tool"],
-            _cell(row["outcome"]),
-            _number(row["calls"]),
-            _number(row["total_duration_ms"]),
-            _number(row["p95_duration_ms"]),
-            _number(row["denials"]),
-            approvals,
-        )
-    out.print(table)
+    shown = [
+        {
+            "day": row["day"],
+            "tool": one_line(row["tool"]),
+            "outcome": _cell(row["outcome"]),
+            "calls": _number(row["calls"]),
+            "total ms": _number(row["total_duration_ms"]),
+            "p95 ms": _number(row["p95_duration_ms"]),
+            "denied": _number(row["denials"]),
+            "approvals": "/".join(
+                _number(row[c])
+                for c in ("approvals_asked", "approvals_granted", "approvals_timed_out")
+            ),
+        }
+        for row in rows
+    ]
+    title = "tool calls per day (UTC); approvals asked/granted/timed out"
+    tables.listing(out, DAILY_COLUMNS, shown, title)
+
+
+PROJECTION_COLUMNS = (
+    tables.word("projection"),
+    tables.number("version"),
+    tables.number("stored"),
+    tables.number("position"),
+    tables.number("head"),
+    tables.number("lag"),
+)
 
 
 def projection_status(rows: Sequence[dict[str, Any]], title: str = "projections") -> None:
     """Each projection's version, position, the log's head and how far behind it is."""
-    table = Table(title=title, title_justify="left")
-    for column in ("projection", "version", "stored", "position", "head", "lag"):
-        table.add_column(column, justify="left" if column == "projection" else "right")
-    for row in rows:
-        stored = row["stored_version"]
-        table.add_row(
-            row["name"],
-            str(row["version"]),
-            "-" if stored is None else str(stored),
-            str(row["position"]),
-            str(row["head"]),
-            Text(str(row["lag"]), style="yellow" if row["lag"] else "green"),
-        )
-    out.print(table)
+    shown: list[dict[str, tables.Cell]] = [
+        {
+            "projection": row["name"],
+            "version": str(row["version"]),
+            "stored": "-" if row["stored_version"] is None else str(row["stored_version"]),
+            "position": str(row["position"]),
+            "head": str(row["head"]),
+            "lag": Text(str(row["lag"]), style="yellow" if row["lag"] else "green"),
+        }
+        for row in rows
+    ]
+    tables.listing(out, PROJECTION_COLUMNS, shown, title)
 
 
 def differences(rows: Sequence[dict[str, Any]]) -> None:
     """How the live read models disagree with their rebuild (one table per table), or `clean`."""
     if not rows:
-        out.print("clean: every projection table matches its rebuild from the journal")
+        line("clean: every projection table matches its rebuild from the journal")
         return
-    out.print(f"{len(rows)} differences between the live tables and a rebuild from the journal")
+    line(f"{len(rows)} differences between the live tables and a rebuild from the journal")
     for name in dict.fromkeys(row["table"] for row in rows):
         mine = [row for row in rows if row["table"] == name]
         keys = {tuple(row["key"]) for row in mine}
         single = next(iter(keys))[0] if len(keys) == 1 and len(next(iter(keys))) == 1 else None
-        table = _compact(name)
-        table.add_column(single or "key", no_wrap=single is not None, overflow="fold")
-        table.add_column("kind", no_wrap=True)
-        for column in ("column", "live", "rebuilt"):
-            table.add_column(column, overflow="fold")
-        for row in mine:
-            key = ", ".join(
-                _cell(value) if single else f"{column}={_cell(value)}"
-                for column, value in row["key"].items()
-            )
-            table.add_row(
-                key, row["kind"], row["column"] or "", _cell(row["live"]), _cell(row["rebuilt"])
-            )
-        out.print(table)
+        columns = (
+            tables.word(single) if single else tables.text("key"),
+            tables.word("kind"),
+            tables.word("column"),
+            tables.text("live"),
+            tables.text("rebuilt"),
+        )
+        shown = [
+            {
+                columns[0].header: ", ".join(
+                    _cell(value) if single else f"{column}={_cell(value)}"
+                    for column, value in row["key"].items()
+                ),
+                "kind": row["kind"],
+                "column": row["column"] or "",
+                "live": _cell(row["live"]),
+                "rebuilt": _cell(row["rebuilt"]),
+            }
+            for row in mine
+        ]
+        tables.listing(out, columns, shown, name)

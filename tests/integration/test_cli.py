@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -317,6 +318,59 @@ def test_every_command_has_help_and_is_documented() -> None:
         assert 0 == code
         assert "Usage" in out
         assert f"ledgerclaw {' '.join(command)}" in text
+
+
+def _groups_and_commands(
+    group: Any, prefix: tuple[str, ...] = ()
+) -> Iterator[tuple[Any, tuple[str, ...]]]:
+    """Every group and command of the CLI with its words, the root first."""
+    yield group, prefix
+    for name, command in sorted(getattr(group, "commands", {}).items()):
+        yield from _groups_and_commands(command, (*prefix, name))
+
+
+def _squeezed(text: str) -> str:
+    """`text` without whitespace, so that a rewrapped help text still matches its source."""
+    return "".join(text.split())
+
+
+def test_every_help_text_reads_as_its_source_says() -> None:
+    """Each command's help and each option's help appear whole in --help, nothing eaten."""
+    for command, words in _groups_and_commands(typer.main.get_command(app)):
+        code, out, _ = invoke(*words, "--help")
+        assert 0 == code
+        shown = _squeezed(out)
+        texts = [command.help or "", *(getattr(p, "help", None) or "" for p in command.params)]
+        for text in texts:
+            assert _squeezed(text) in shown, f"ledgerclaw {' '.join(words)}: {text!r}"
+
+
+def test_no_argument_or_option_shows_a_type_placeholder() -> None:
+    """Flags show no placeholder, and arguments and options name their values (no `<bool>`)."""
+    for _, words in _groups_and_commands(typer.main.get_command(app)):
+        out = invoke(*words, "--help")[1]
+        listed = out.partition("\nArguments:\n")[2] or out.partition("\nOptions:\n")[2]
+        listed = listed.partition("\nCommands:\n")[0]
+        assert [] == re.findall(r"<[^>]*>", listed), f"ledgerclaw {' '.join(words)}"
+        assert "{" not in out.splitlines()[0], f"ledgerclaw {' '.join(words)}"
+
+
+def test_no_command_summary_is_cut_short_at_80_columns() -> None:
+    """Every group lists its commands' summaries whole at 80 columns."""
+    for command, words in _groups_and_commands(typer.main.get_command(app)):
+        if not hasattr(command, "commands"):
+            continue
+        out = runner.invoke(app, [*words, "--help"], env={"COLUMNS": "80"}).stdout
+        listing = out.partition("\nCommands:\n")[2]
+        assert [] == [line for line in listing.splitlines() if line.endswith("...")]
+
+
+def test_the_root_help_names_the_home_and_the_version() -> None:
+    """`ledgerclaw --help` says where the home comes from and offers --version."""
+    code, out, _ = invoke("--help")
+    assert 0 == code
+    for needed in ("--home PATH", "$LEDGERCLAW_HOME", "~/.ledgerclaw", "--version"):
+        assert needed in out
 
 
 def test_the_cli_does_not_import_mcp() -> None:
