@@ -16,7 +16,7 @@ from cli import render
 from cli.common import JSON_OPTION, expected_errors
 from domain.errors import LedgerclawError
 
-backup_app = typer.Typer(help="Copy the journal while the daemon runs, check a copy, restore one.")
+backup_app = typer.Typer(help="Back up the journal online, verify a copy, restore one.")
 
 BACKUP_ARGUMENT = typer.Argument(
     help="The backup copy (its manifest is the same path plus .manifest.json)."
@@ -44,7 +44,10 @@ def create(
     ),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Copy the journal online (the daemon may keep running), check it, write its manifest."""
+    """Copy the journal online, check the copy, and write its manifest.
+
+    The daemon may keep running meanwhile.
+    """
     with render.progress_bar("copying pages") as update:
         created = create_backup(wiring.current_home(), path, update)
     if json_output:
@@ -61,7 +64,10 @@ def create(
 @backup_app.command("verify")
 @expected_errors
 def verify(path: Path = BACKUP_ARGUMENT, json_output: bool = JSON_OPTION) -> None:
-    """Check a copy against its manifest (size, sha256) and as a journal (identity, integrity)."""
+    """Check a copy against its manifest and as a journal.
+
+    Size and sha256 first, then identity, schema and integrity.
+    """
     try:
         with render.progress_bar("checking") as update:
             verified = verify_backup(path, update)
@@ -82,7 +88,10 @@ def verify(path: Path = BACKUP_ARGUMENT, json_output: bool = JSON_OPTION) -> Non
 @backup_app.command("restore")
 @expected_errors
 def restore(path: Path = BACKUP_ARGUMENT, json_output: bool = JSON_OPTION) -> None:
-    """Replace the journal by a verified copy; refused while a daemon or mcp serve runs."""
+    """Replace the journal by a verified copy, keeping the old one aside.
+
+    Refused while a daemon or mcp serve holds the home.
+    """
     with render.progress_bar("restoring") as update:
         restored = restore_backup(wiring.current_home(), path, update)
     replaced = None if restored.replaced is None else str(restored.replaced)

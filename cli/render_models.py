@@ -191,7 +191,7 @@ ATTEMPT_COLUMNS = (
     tables.word("started"),
     tables.ident("session", short_id),
     tables.word("tool"),
-    tables.path("target"),
+    tables.path("target", optional=True),
     tables.word("decision"),
     tables.text("why"),
 )

@@ -10,11 +10,12 @@ from cli.render import line, minute, one_line, out, short_id
 
 APPROVAL_COLUMNS = (
     tables.ident("id", short_id),
-    tables.ident("device", short_id, optional=True),
-    tables.word("client", optional=True),
-    tables.text("session"),
+    tables.ident("session", short_id),
     tables.word("tool"),
     tables.text("summary"),
+    tables.word("keyed by", optional=True),
+    tables.ident("device", short_id, optional=True),
+    tables.word("client", optional=True),
     tables.word("mode", optional=True),
     tables.word("widen", optional=True),
     tables.word("asked at", optional=True),
@@ -48,7 +49,8 @@ def approvals(rows: Sequence[dict[str, Any]]) -> None:
             "id": _text(row.get("id")),
             "device": _text(row.get("device") or "-"),
             "client": _text(row.get("client") or "-"),
-            "session": _session_cell(row),
+            "session": _text(row.get("session_id")),
+            "keyed by": _text(row.get("session") or "-"),
             "tool": _text(row.get("tool")),
             "summary": _text(row.get("summary")),
             "mode": _text(row.get("mode")),
@@ -65,12 +67,6 @@ def approvals(rows: Sequence[dict[str, Any]]) -> None:
                 f"--session-scope on {short_id(str(row['id']))} covers"
                 f" {_text(row['session_scope_covers'])}"
             )
-
-
-def _session_cell(row: dict[str, Any]) -> str:
-    """The session's id, and what sets it apart within its device and client."""
-    session = _text(row.get("session_id"))
-    return f"{session} ({_text(row['session'])})" if row.get("session") else session
 
 
 def devices(rows: Sequence[dict[str, Any]]) -> None:

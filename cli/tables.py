@@ -9,8 +9,11 @@ Each column says what it holds, and so how it may give way when the table is too
 
 When the table is too wide, text wraps first (down to a readable width); if that is not
 enough, ids take their short form, then optional columns are dropped (the rightmost first),
-then paths are shortened in the middle. If what must stay is still wider than the terminal,
-the table is printed wider than the terminal rather than cut. Rows are plain lines (no box),
+then paths are shortened in the middle; an optional path column is shortened before it is
+dropped, and only dropped when even its shortest form does not fit.
+
+If what must stay is still wider than the terminal, the table is printed wider than the
+terminal rather than cut. Rows are plain lines (no box),
 so they survive grep, less and copying; headers are bold.
 """
 
@@ -152,23 +155,18 @@ def _total(widths: Sequence[int]) -> int:
 def _fit(columns: list[_Fitted], width: int) -> list[_Fitted]:
     """The columns that stay, each with its width, so the table fits `width` if it can."""
     kept = list(columns)
-
-    def fits() -> bool:
-        return _total([c.narrowest for c in kept]) <= width
-
-    if not fits():
-        for column in kept:
-            if column.column.short is not None:
-                column.cells = [_shorter(cell, column.column.short) for cell in column.cells]
-    while not fits() and len(kept) > 1 and any(c.column.optional for c in kept):
-        kept.remove(next(c for c in reversed(kept) if c.column.optional))
-    paths = [c for c in kept if c.column.kind is Kind.PATH]
-    if paths and not fits():
-        others = _total([c.narrowest for c in kept if c not in paths]) + GAP * len(paths)
-        budget = max(0, width - others) // len(paths)
-        for column in paths:
-            target = max(budget, column.shortest)
-            column.cells = [shorten_middle(value, target) for value in column.plain]
+    if not _fits(kept, width):
+        for fitted in kept:
+            if fitted.column.short is not None:
+                fitted.cells = [_shorter(cell, fitted.column.short) for cell in fitted.cells]
+    while not _fits(kept, width) and (dropped := _droppable(kept, path=False)) is not None:
+        kept.remove(dropped)
+    whole = {id(c): list(c.cells) for c in kept if c.column.kind is Kind.PATH}
+    # An optional path is shortened before it is dropped: part of it says more than none.
+    _shorten_paths(kept, whole, width)
+    while not _fits(kept, width) and (dropped := _droppable(kept, path=True)) is not None:
+        kept.remove(dropped)
+        _shorten_paths(kept, whole, width)
     for column in kept:
         column.width = column.narrowest
     texts = [c for c in kept if c.column.kind is Kind.TEXT]
@@ -181,6 +179,30 @@ def _fit(columns: list[_Fitted], width: int) -> list[_Fitted]:
         column.width += change
         room -= change
     return kept
+
+
+def _fits(kept: list[_Fitted], width: int) -> bool:
+    return _total([c.narrowest for c in kept]) <= width
+
+
+def _droppable(kept: list[_Fitted], *, path: bool) -> _Fitted | None:
+    """The rightmost optional column of paths (or of anything else), if one may go."""
+    optional = [c for c in kept if c.column.optional and (c.column.kind is Kind.PATH) == path]
+    return optional[-1] if optional and len(kept) > 1 else None
+
+
+def _shorten_paths(kept: list[_Fitted], whole: dict[int, list[Cell]], width: int) -> None:
+    """Shorten every path column to share the room left, from the whole paths each time."""
+    paths = [c for c in kept if c.column.kind is Kind.PATH]
+    for column in paths:
+        column.cells = list(whole[id(column)])
+    if not paths or _fits(kept, width):
+        return
+    others = _total([c.narrowest for c in kept if c not in paths]) + GAP * len(paths)
+    budget = max(0, width - others) // len(paths)
+    for column in paths:
+        target = max(budget, column.shortest)
+        column.cells = [shorten_middle(value, target) for value in column.plain]
 
 
 def _shorter(cell: Cell, short: Callable[[str], str]) -> Cell:

@@ -120,8 +120,8 @@ def damage_events_table(database: Path) -> None:
 
 
 def one_error_line(err: str) -> str:
-    """The single `error: …` line an expected failure prints."""
-    lines = err.strip().splitlines()
+    """The single `error: …` line an expected failure prints (after any warning line)."""
+    lines = [line for line in err.strip().splitlines() if not line.startswith("warning: ")]
     assert 1 == len(lines), err
     assert lines[0].startswith("error: "), err
     assert "Traceback" not in err

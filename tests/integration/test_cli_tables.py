@@ -150,7 +150,7 @@ def test_audit_attempts_wraps_only_between_words(width: int) -> None:
         assert word in out.split()
     assert fits(out, width)
     if width == 200:
-        assert shown_whole(out, LONG_DETAIL)
+        assert path_shown(out, LONG_PATH)
 
 
 @pytest.mark.usefixtures("long_home")

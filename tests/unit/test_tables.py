@@ -102,3 +102,15 @@ def test_numbers_are_right_aligned_under_their_header() -> None:
     columns = (tables.word("tool"), tables.number("calls"))
     out = render(80, columns, [{"tool": "grep", "calls": "7"}, {"tool": "read", "calls": "1200"}])
     assert ["tool  calls", "grep      7", "read   1200"] == out.splitlines()
+
+
+def test_an_optional_path_is_shortened_before_it_is_dropped() -> None:
+    """An optional path column gives way by its middle first, and goes only when it must."""
+    columns = (tables.word("at"), tables.path("target", optional=True), tables.text("why"))
+    path = "/srv/customers/northwind/projects/planning/notes.md"
+    rows = [{"at": "10:00:00", "target": path, "why": "allowed by the project root"}]
+    shortened = render(60, columns, rows).splitlines()
+    dropped = render(30, columns, rows).splitlines()
+    assert ["at", "target", "why"] == shortened[0].split()
+    assert "/srv/…/notes.md" in shortened[1] or "/srv/customers/…/notes.md" in shortened[1]
+    assert ["at", "why"] == dropped[0].split()
