@@ -112,5 +112,6 @@ def test_an_optional_path_is_shortened_before_it_is_dropped() -> None:
     shortened = render(60, columns, rows).splitlines()
     dropped = render(30, columns, rows).splitlines()
     assert ["at", "target", "why"] == shortened[0].split()
-    assert "/srv/…/notes.md" in shortened[1] or "/srv/customers/…/notes.md" in shortened[1]
+    [shown] = [word for word in shortened[1].split() if "…" in word]
+    assert shown.startswith("/srv/") and shown.endswith("/notes.md")
     assert ["at", "why"] == dropped[0].split()
