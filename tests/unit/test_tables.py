@@ -113,5 +113,6 @@ def test_an_optional_path_is_shortened_before_it_is_dropped() -> None:
     dropped = render(30, columns, rows).splitlines()
     assert ["at", "target", "why"] == shortened[0].split()
     [shown] = [word for word in shortened[1].split() if "…" in word]
-    assert shown.startswith("/srv/") and shown.endswith("/notes.md")
+    assert shown.startswith("/srv/")
+    assert shown.endswith("/notes.md")
     assert ["at", "why"] == dropped[0].split()
