@@ -283,6 +283,9 @@ class Dispatcher:
             visibility=tool_visibility,
             read_spill=self._spill_reader(run),
             secrets=self.policy.secrets,
+            audience=plan.audience,
+            roots=scope.roots,
+            protected=scope.protected,
         )
         try:
             return await tool.run(authorization.arguments, tool_run)
@@ -433,6 +436,7 @@ def _receipt(output: ToolOutput, spill_id: SpillId | None) -> ToolReceipt:
         if correction
         else None,
         spill_id=spill_id,
+        confinement=output.confinement,
     )
 
 

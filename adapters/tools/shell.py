@@ -20,8 +20,15 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 from pydantic import Field
 
+from adapters.sandbox.sandbox import Sandbox, SandboxRefusedError
 from adapters.tools.base import Arguments, CallAssessment, PathTarget, ToolOutput, ToolRun
-from domain.session.values import ApprovalMode, DenialCategory, FileOperation, OutcomeCategory
+from domain.session.values import (
+    ApprovalMode,
+    Audience,
+    DenialCategory,
+    FileOperation,
+    OutcomeCategory,
+)
 from domain.shell.policy import ShellPolicy, assess_command
 from domain.tools.definition import Concurrency, Loading, ToolDefinition
 from domain.tools.output import redact_cut
@@ -39,6 +46,10 @@ DRAIN_GRACE = 2.0
 READ_CHUNK = 65_536
 CWD_ARGUMENT = "cwd"
 
+
+DEFAULT_AUDIENCE = Audience.PERSONAL
+"""The audience whose network setting decides, before a call is bound, whether `required`
+refuses every command; each run checks its own audience again."""
 
 HARMLESS_DEVICES = frozenset(
     {"/dev/null", "/dev/zero", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty"}
@@ -122,6 +133,7 @@ class ShellExecute:
         max_timeout: float = MAX_TIMEOUT,
         *,
         terminate_grace: float = TERMINATE_GRACE,
+        sandbox: Sandbox | None = None,
     ) -> None:
         if not 0 < default_timeout <= max_timeout:
             msg = "timeouts must satisfy 0 < default_timeout <= max_timeout"
@@ -130,6 +142,7 @@ class ShellExecute:
         self._default_timeout = default_timeout
         self._max_timeout = max_timeout
         self._grace = terminate_grace
+        self.sandbox = Sandbox() if sandbox is None else sandbox
 
     def timeout(self, arguments: ShellArguments) -> float:
         """The effective timeout: the requested one, else the default, never above the maximum."""
@@ -154,6 +167,13 @@ class ShellExecute:
         )
         targets = (cwd, *named)
         summary = arguments.command
+        refused = self.sandbox.refusal(DEFAULT_AUDIENCE)
+        if refused is not None:
+            return CallAssessment(
+                targets=targets,
+                deny=(DenialCategory.SANDBOX_UNAVAILABLE, _refusal_detail(refused)),
+                summary=summary,
+            )
         if found.hard_denied is not None:
             detail = f"the shell policy forbids this command: {found.hard_denied}"
             return CallAssessment(
@@ -177,9 +197,23 @@ class ShellExecute:
             outcome, text = problem
             return ToolOutput(text=f"working directory {cwd.raw}: {text}", outcome=outcome)
         timeout = self.timeout(arguments)
+        try:
+            confined = self.sandbox.confine(
+                [SHELL, "-c", arguments.command],
+                roots=run.roots,
+                protected=(*run.protected.files, *run.protected.trees),
+                tmp_dir=run.tmp_dir,
+                audience=run.audience,
+                search_path=run.environment.get("PATH", ""),
+            )
+        except SandboxRefusedError as error:
+            return ToolOutput(
+                text=f"not run: {_refusal_detail(str(error))}",
+                outcome=OutcomeCategory.ACCESS_DENIED,
+            )
         capture = _Capture(CAPTURE_LIMIT, run.secrets)
         process = await anyio.open_process(
-            [SHELL, "-c", arguments.command],
+            confined.argv,
             stdin=DEVNULL,
             stdout=PIPE,
             stderr=STDOUT,
@@ -198,7 +232,9 @@ class ShellExecute:
         finally:
             with anyio.CancelScope(shield=True):
                 await process.aclose()
-        return _report(capture, code, timeout)
+        return _report(capture, code, timeout).model_copy(
+            update={"confinement": confined.confinement}
+        )
 
 
 class _Capture:
@@ -282,6 +318,13 @@ async def _kill_and_reap(process: Process, group: int, grace: float) -> None:
 def _signal_group(group: int, signum: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(group, signum)
+
+
+def _refusal_detail(reason: str) -> str:
+    return (
+        f"shell commands cannot be confined here: {reason}; the file tools still work, and "
+        'an operator may set [tools.shell] sandbox = "best_effort" or "off" in config.toml'
+    )
 
 
 def _not_a_directory(real: str) -> tuple[OutcomeCategory, str] | None:

@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 from domain.base import Value
 from domain.ids import AttemptId, CallId, RunId, SpillId
 from domain.paths import CanonicalPath
+from domain.shell.confinement import Confinement
 from domain.text import GrantKey, JsonArguments, ShortText, Text
 
 LAYOUT_VERSION_MAX = 1_000_000
@@ -122,6 +123,7 @@ class DenialCategory(StrEnum):
     INVALID_INPUT = "invalid_input"
     RUN_ENDED = "run_ended"
     NO_APPROVER = "no_approver"
+    SANDBOX_UNAVAILABLE = "sandbox_unavailable"
 
 
 class OutcomeCategory(StrEnum):
@@ -221,6 +223,8 @@ class ToolReceipt(Value):
     project_declaration: CanonicalPath | None = None
     remediation: RemediationCode | None = None
     spill_id: SpillId | None = None
+    confinement: Confinement | None = None
+    """The sandbox a shell command ran under; None for tools that start no process."""
 
     @model_validator(mode="after")
     def _check_payload(self) -> Self:
