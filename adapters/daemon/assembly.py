@@ -38,7 +38,7 @@ def assemble(
     approvals = PendingApprovals()
     dispatcher = Dispatcher(
         SessionWriter(journal),
-        wiring.first_party_tools(config),
+        wiring.first_party_tools(config, home),
         wiring.pipeline_policy(home, config),
         approvals,
     )

@@ -10,6 +10,7 @@ from typing import ClassVar
 from domain.base import Aggregate
 from domain.ids import AttemptId, CallId, RunId, SessionId, SpillId
 from domain.paths import CanonicalPath
+from domain.shell.confinement import Confinement
 from domain.session.values import (
     ApprovalMode,
     ApprovalScope,
@@ -196,6 +197,8 @@ class ToolReceiptRecorded(SessionEvent):
     project_declaration: CanonicalPath | None = None
     remediation: RemediationCode | None = None
     spill_id: SpillId | None = None
+    confinement: Confinement | None = None
+    """The sandbox a shell command ran under (absent for other tools and older journals)."""
 
 
 class AttemptOutcomeMarkedUnknown(SessionEvent):
