@@ -59,6 +59,7 @@ from domain.session.values import (
     ToolCallRequest,
     ToolReceipt,
 )
+from domain.shell.confinement import Confinement, SandboxMode
 
 IdT = TypeVar("IdT", bound=OpaqueId)
 
@@ -224,6 +225,24 @@ def tool_receipts(
         project_declaration=draw(st.none() | declared) if success else None,
         remediation=draw(st.sampled_from(RemediationCode)) if correction else None,
         spill_id=draw(st.none() | spill_ids()),
+        confinement=draw(st.none() | confinements()),
+    )
+
+
+@st.composite
+def confinements(draw: st.DrawFn) -> Confinement:
+    """Sandboxes as receipts record them: any mode, ABI, digest, network, gaps and carvings."""
+    confined = draw(st.booleans())
+    return Confinement(
+        mode=draw(st.sampled_from(SandboxMode)),
+        abi=draw(st.integers(min_value=0, max_value=64)),
+        confined=confined,
+        rules_digest=draw(st.text("0123456789abcdef", min_size=64, max_size=64))
+        if confined
+        else None,
+        network=draw(st.booleans()),
+        missing=tuple(draw(st.lists(short_texts(), max_size=3))),
+        carved=tuple(draw(st.lists(canonical_paths(), max_size=3))),
     )
 
 

@@ -6,8 +6,9 @@ the Landlock ruleset, sets no-new-privileges, restricts itself and executes the 
 inherits the restriction with every process it starts; nothing in them can lift it. The same
 module answers which Landlock ABI the kernel offers.
 
-RULESET is JSON: `{"paths": [[path, rights], ...], "network": bool, "scopes": bool}`, with
-`rights` a bit mask of the filesystem rights below. A path that cannot be opened is skipped
+RULESET is JSON: `{"paths": [[path, rights], ...], "network": bool, "scopes": bool, "abi": N}`,
+with `rights` a bit mask of the filesystem rights below and `abi` an optional cap on the ABI.
+A path that cannot be opened is skipped
 (a rule cannot allow what does not exist). Exit codes: 126 when the sandbox cannot be made,
 127 when the command cannot be executed, as shells report both.
 """
@@ -89,14 +90,17 @@ def fs_rights(abi: int) -> int:
     return max(known, default=0)
 
 
-def restrict_self(paths: list[tuple[str, int]], *, network: bool, scopes: bool) -> int:
+def restrict_self(
+    paths: list[tuple[str, int]], *, network: bool, scopes: bool, abi: int | None = None
+) -> int:
     """Confine this process (and all it will start) to `paths`; returns the ABI applied.
 
     Each path is allowed the rights of its mask, limited to those the ABI knows. TCP bind and
     connect are denied unless `network`; with `scopes`, signals and abstract unix sockets
-    cannot reach outside the sandbox (ABI 6).
+    cannot reach outside the sandbox (ABI 6). `abi` caps the ABI used below the kernel's, so
+    a ruleset behaves as it would on an older kernel.
     """
-    abi = abi_version()
+    abi = abi_version() if abi is None else min(abi, abi_version())
     if abi < 1:
         raise SandboxUnavailableError(errno.EOPNOTSUPP, "the kernel offers no Landlock")
     libc = _libc()
@@ -151,7 +155,12 @@ def main(argv: list[str]) -> int:
     try:
         spec = json.loads(argv[0])
         paths = [(str(path), int(rights)) for path, rights in spec["paths"]]
-        restrict_self(paths, network=bool(spec["network"]), scopes=bool(spec.get("scopes", True)))
+        restrict_self(
+            paths,
+            network=bool(spec["network"]),
+            scopes=bool(spec.get("scopes", True)),
+            abi=None if spec.get("abi") is None else int(spec["abi"]),
+        )
     except (ValueError, KeyError, TypeError) as error:
         sys.stderr.write(f"sandbox: unusable ruleset: {error}\n")
         return CANNOT_CONFINE

@@ -101,10 +101,11 @@ class Ruleset:
     carved: tuple[str, ...] = field(default=())
     """Roots that hold a protected path, allowed through their other entries instead."""
 
-    def spec(self) -> str:
-        """The launcher's RULESET argument."""
+    def spec(self, abi: int | None = None) -> str:
+        """The launcher's RULESET argument; `abi` caps the Landlock ABI the launcher uses."""
         paths = [[rule.path, rule.rights] for rule in self.rules]
-        return orjson.dumps({"paths": paths, "network": self.network, "scopes": True}).decode()
+        body = {"paths": paths, "network": self.network, "scopes": True, "abi": abi}
+        return orjson.dumps(body).decode()
 
     def digest(self) -> str:
         """A sha256 of the rules and the network choice: equal digests, equal confinement."""

@@ -10,7 +10,6 @@ from typing import ClassVar
 from domain.base import Aggregate
 from domain.ids import AttemptId, CallId, RunId, SessionId, SpillId
 from domain.paths import CanonicalPath
-from domain.shell.confinement import Confinement
 from domain.session.values import (
     ApprovalMode,
     ApprovalScope,
@@ -27,6 +26,7 @@ from domain.session.values import (
     SessionKind,
     ToolName,
 )
+from domain.shell.confinement import Confinement
 from domain.text import Detail, GrantKey, ShortText
 
 
