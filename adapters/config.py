@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import math
 import re
 import stat
 import tomllib
@@ -23,8 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
+from adapters.config_names import unknown_names
 from adapters.daemon.settings import DaemonSettings
 from adapters.errors import ConfigError, PersistenceNotConfigurableError
+from adapters.tools.catalog import tool_catalog
+from adapters.tools.root_checks import RootCheck, check_roots, root_warnings, unusable_roots
 from adapters.tools.settings import MIN_SECRET_LENGTH, ToolSettings
 
 Location = tuple[int | str, ...]
@@ -35,6 +39,10 @@ _GIVEN_LIMIT = 60
 """Longer given values are cut in messages; the key and the expectation matter more."""
 _INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
 """The integers orjson writes; TOML allows 64-bit signed ones, tomllib reads any size."""
+MAX_DEPTH = 32
+"""The deepest nesting of tables and arrays a file may have; no setting needs more than 5."""
+_DEPTH_SHOWN = 4
+"""How many keys of an over-deep path a message names."""
 _TYPE_ERRORS = ("_type", "_parsing", "int_from_float", "enum", "literal_error")
 _RANGE_ERRORS = ("greater_than", "less_than", "string_too_short", "string_too_long")
 
@@ -87,16 +95,33 @@ class CheckedConfig:
     config_found: bool
     secret_values: int | None
     """How many values secrets.toml redacts; None when there is no secrets.toml."""
+    roots: tuple[RootCheck, ...] = ()
+    """What each configured root is on disk, in file order."""
+    warnings: tuple[str, ...] = ()
+    """What a start prints but does not refuse: missing roots, or no root at all."""
 
 
 def check_config(config_path: Path, secrets_path: Path) -> CheckedConfig:
     """Check both configuration files as a daemon start does; the first problem is raised."""
     config = load_config(config_path)
+    roots = checked_roots(config, config_path)
     return CheckedConfig(
         config=config,
         config_found=config_path.is_file(),
         secret_values=check_secrets(secrets_path),
+        roots=roots,
+        warnings=tuple(root_warnings(roots, config_path)),
     )
+
+
+def checked_roots(config: Config, path: Path) -> tuple[RootCheck, ...]:
+    """The configured roots as they are now; a root that is not a directory is a ConfigError."""
+    roots = check_roots(config.tools.roots)
+    problems = unusable_roots(roots)
+    if problems:
+        msg = f"config {path} is invalid: {'; '.join(problems)}"
+        raise ConfigError(msg)
+    return roots
 
 
 def load_config(path: Path) -> Config:
@@ -110,7 +135,13 @@ def load_config(path: Path) -> Config:
             "the home as ledgerclaw.db. Remove the [persistence] section."
         )
         raise PersistenceNotConfigurableError(msg)
-    return _validate(Config, data, f"config {path}", secret=False)
+    config = _validate(Config, data, f"config {path}", secret=False)
+    problems = unknown_names(config.tools, tool_catalog())
+    if problems:
+        listed = "; ".join(f"{_dotted(loc)}: {problem}" for loc, problem in problems)
+        msg = f"config {path} is invalid: {listed}"
+        raise ConfigError(msg)
+    return config
 
 
 def check_secrets(path: Path) -> int | None:
@@ -119,6 +150,12 @@ def check_secrets(path: Path) -> int | None:
     Returns:
         How many values it lists, or None when there is no secrets.toml.
     """
+    values = secret_values(path)
+    return None if values is None else len(values)
+
+
+def secret_values(path: Path) -> tuple[str, ...] | None:
+    """The values secrets.toml redacts, after the checks of `check_secrets`; None without one."""
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
@@ -135,7 +172,7 @@ def check_secrets(path: Path) -> int | None:
     data = _read_toml(path, "secrets")
     if data is None:
         return None
-    return len(_validate(_SecretsFile, data, f"secrets {path}", secret=True).redact.values)
+    return _validate(_SecretsFile, data, f"secrets {path}", secret=True).redact.values
 
 
 def _read_toml(path: Path, kind: str) -> dict[str, Any] | None:
@@ -151,10 +188,15 @@ def _read_toml(path: Path, kind: str) -> dict[str, Any] | None:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         msg = f"{kind} {path} is not valid TOML: {error}"
         raise ConfigError(msg) from None
+    except RecursionError:
+        # tomllib parses nested arrays and inline tables recursively; a few hundred levels
+        # exhaust Python's stack before any of our checks can run.
+        msg = f"{kind} {path} is invalid: values are nested more than {MAX_DEPTH} levels deep"
+        raise ConfigError(msg) from None
 
 
 def _validate(model: type[M], data: dict[str, Any], source: str, *, secret: bool) -> M:
-    problems = _not_json(model, data, (), secret=secret)
+    problems = _not_json(model, data, secret=secret)
     if not problems:
         # Strict JSON validation: TOML values are typed, so "7431" or true is not a port, yet
         # enums and tables still read from their TOML spelling.
@@ -166,31 +208,47 @@ def _validate(model: type[M], data: dict[str, Any], source: str, *, secret: bool
     raise ConfigError(msg) from None
 
 
-def _not_json(model: type[BaseModel], value: object, loc: Location, *, secret: bool) -> list[str]:
-    """TOML values JSON cannot carry exactly: dates and times, integers beyond 64 bits."""
-    if isinstance(value, dict):
-        return [
-            p
-            for key, item in value.items()
-            for p in _not_json(model, item, (*loc, key), secret=secret)
-        ]
-    if isinstance(value, list):
-        return [
-            p
-            for index, item in enumerate(value)
-            for p in _not_json(model, item, (*loc, index), secret=secret)
-        ]
+def _not_json(model: type[BaseModel], data: dict[str, Any], *, secret: bool) -> list[str]:
+    """TOML values JSON cannot carry exactly, and nesting no setting needs.
+
+    Dates and times, integers beyond 64 bits and nan or inf have no exact JSON form (orjson
+    would write null, and the message would say "got None"). The walk is iterative and stops
+    at MAX_DEPTH, so a deeply nested file never reaches orjson's or pydantic's own limits.
+    """
+    problems: list[str] = []
+    pending: list[tuple[Location, object]] = [((key,), item) for key, item in data.items()]
+    pending.reverse()
+    while pending:
+        loc, value = pending.pop()
+        if isinstance(value, dict | list):
+            if len(loc) >= MAX_DEPTH:
+                shown = _dotted(loc[:_DEPTH_SHOWN]) + ("…" if len(loc) > _DEPTH_SHOWN else "")
+                problems.append(f"{shown}: nested more than {MAX_DEPTH} levels deep")
+                continue
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            pending.extend(reversed([((*loc, key), item) for key, item in items]))
+            continue
+        given = _inexact(value, secret=secret)
+        if given is None:
+            continue
+        target = _target(model, loc)
+        if target is None:
+            problems.append(f"{_dotted(loc)}: unknown key{_suggestion(model, loc)}")
+            continue
+        expected = _describe(target, _constraints(model, loc)) or "a TOML string, number or table"
+        problems.append(f"{_dotted(loc)}: expected {expected}, got {given}")
+    return problems
+
+
+def _inexact(value: object, *, secret: bool) -> str | None:
+    """How to name a value JSON cannot carry exactly; None for every other value."""
     if isinstance(value, dt.date | dt.time):
-        given = "a date or time" if secret else value.isoformat()
-    elif isinstance(value, int) and not _INT64_MIN <= value <= _UINT64_MAX:
-        given = "an integer beyond 64 bits" if secret else str(value)
-    else:
-        return []
-    target = _target(model, loc)
-    if target is None:
-        return [f"{_dotted(loc)}: unknown key{_suggestion(model, loc)}"]
-    expected = _describe(target, _constraints(model, loc)) or "a TOML string, number or table"
-    return [f"{_dotted(loc)}: expected {expected}, got {given}"]
+        return "a date or time" if secret else value.isoformat()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "a number" if secret else str(value)
+    if isinstance(value, int) and not _INT64_MIN <= value <= _UINT64_MAX:
+        return "an integer beyond 64 bits" if secret else str(value)
+    return None
 
 
 def _problem(model: type[BaseModel], detail: ErrorDetails, *, secret: bool) -> str:
@@ -203,7 +261,8 @@ def _problem(model: type[BaseModel], detail: ErrorDetails, *, secret: bool) -> s
         mapping = _target(model, loc[:-2])
         key_type = get_args(mapping)[0] if get_origin(mapping) is dict else None
         key = _describe(key_type, []) or "a valid key"
-        return f"{_dotted(loc[:-1])}: expected the key to be {key}, got {given}"
+        close = _close_choice(key_type, detail["input"], secret=secret)
+        return f"{_dotted(loc[:-1])}: expected the key to be {key}, got {given}{close}"
     if kind == "missing":
         return f"{_dotted(loc)}: required key is missing"
     if kind == "value_error":
@@ -212,7 +271,22 @@ def _problem(model: type[BaseModel], detail: ErrorDetails, *, secret: bool) -> s
     if kind.endswith(_TYPE_ERRORS) or kind.startswith(_RANGE_ERRORS):
         described = _describe(_target(model, loc), _constraints(model, loc))
     expected = described or detail["msg"].removeprefix("Input should be ")
-    return f"{_dotted(loc)}: expected {expected}, got {given}"
+    close = _close_choice(_target(model, loc), detail["input"], secret=secret)
+    return f"{_dotted(loc)}: expected {expected}, got {given}{close}"
+
+
+def _close_choice(annotation: object, given: object, *, secret: bool) -> str:
+    """` (did you mean "warning"?)` when a closed set of words has one close to `given`."""
+    if secret or not isinstance(given, str):
+        return ""
+    if get_origin(annotation) is Literal:
+        choices = [str(value) for value in get_args(annotation)]
+    elif isinstance(annotation, type) and issubclass(annotation, Enum):
+        choices = [str(member.value) for member in annotation]
+    else:
+        return ""
+    close = difflib.get_close_matches(given, choices, n=1)
+    return f' (did you mean "{close[0]}"?)' if close else ""
 
 
 def _suggestion(model: type[BaseModel], loc: Location) -> str:

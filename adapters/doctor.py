@@ -10,15 +10,19 @@ from pathlib import Path
 from eventsourcing.persistence import StoredEvent
 from pydantic import BaseModel
 
-from adapters.config import Config, load_config
+from adapters.config import Config, check_secrets, load_config
+from adapters.errors import JournalCorruptError
 from adapters.home import Home, ensure_home
+from adapters.journal.failures import translated
 from adapters.journal.identity import (
     SCHEMA_VERSION,
     check_journal_file,
     prepare_journal_file,
     read_schema_version,
 )
+from adapters.journal.integrity import integrity_failures
 from adapters.journal.mapper import CatalogMapper, OrjsonTranscoder
+from adapters.tools.root_checks import check_roots, root_warnings, unusable_roots
 from domain.errors import LedgerclawError
 
 Progress = Callable[[int, int], None]
@@ -34,6 +38,8 @@ class Check(BaseModel):
     name: str
     ok: bool
     detail: str
+    warning: bool = False
+    """Passed, with something to look at (a missing root): it does not fail the doctor."""
 
 
 class DoctorReport(BaseModel):
@@ -104,13 +110,14 @@ def _journal_checks(report: DoctorReport, database: Path, progress: Progress | N
         )
     )
     uri = f"{database.as_uri()}?mode=ro"
-    with closing(sqlite3.connect(uri, uri=True, timeout=5)) as conn:
+    with (
+        translated(database, "checking it"),
+        closing(sqlite3.connect(uri, uri=True, timeout=5)) as conn,
+    ):
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
         report.checks.append(Check(name="wal", ok=mode == "wal", detail=f"journal mode {mode}"))
-        problems = [row[0] for row in conn.execute("PRAGMA integrity_check")]
-        report.checks.append(
-            Check(name="integrity", ok=problems == ["ok"], detail="; ".join(problems[:5]))
-        )
+        if not _integrity_check(report, database):
+            return
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         if "stored_events" not in tables:
             report.checks.append(Check(name="events", ok=True, detail="no events yet"))
@@ -136,6 +143,36 @@ def _journal_checks(report: DoctorReport, database: Path, progress: Progress | N
             )
 
 
+def _integrity_check(report: DoctorReport, database: Path) -> bool:
+    """Add the integrity check of `database` to the report; whether it passed."""
+    problems = integrity_failures(database, limit=MAX_REPORTED_FAILURES)
+    detail = "; ".join(problems) if problems else "ok"
+    report.checks.append(Check(name="integrity", ok=not problems, detail=detail))
+    return not problems
+
+
+def secrets_check(home: Home) -> Check:
+    """secrets.toml as a start checks it: owner-only, only `[redact] values`."""
+    try:
+        values = check_secrets(home.secrets)
+    except LedgerclawError as error:
+        return Check(name="secrets", ok=False, detail=str(error))
+    detail = "no secrets file" if values is None else f"{values} values, owner-only"
+    return Check(name="secrets", ok=True, detail=detail)
+
+
+def roots_check(home: Home, config: Config) -> Check:
+    """The configured roots: one that is not a directory fails, a missing one warns."""
+    roots = check_roots(config.tools.roots)
+    problems = unusable_roots(roots)
+    if problems:
+        return Check(name="roots", ok=False, detail="; ".join(problems))
+    warnings = root_warnings(roots, home.config)
+    if warnings:
+        return Check(name="roots", ok=True, warning=True, detail="; ".join(warnings))
+    return Check(name="roots", ok=True, detail=f"{len(roots)} directories")
+
+
 def run_doctor(home: Home, progress: Progress | None = None) -> DoctorReport:
     """Check `home`, creating it and an empty journal when they do not exist yet."""
     report = DoctorReport(home=str(home.root), database=str(home.database))
@@ -154,6 +191,9 @@ def run_doctor(home: Home, progress: Progress | None = None) -> DoctorReport:
         report.checks.append(Check(name="config", ok=True, detail=detail))
     except LedgerclawError as error:
         report.checks.append(Check(name="config", ok=False, detail=str(error)))
+    report.checks.append(secrets_check(home))
+    if config is not None:
+        report.checks.append(roots_check(home, config))
     try:
         if config is None:
             if not check_journal_file(home.database):
@@ -166,6 +206,10 @@ def run_doctor(home: Home, progress: Progress | None = None) -> DoctorReport:
             detail = "created an empty journal" if created else "ledgerclaw journal"
         report.checks.append(Check(name="journal", ok=True, detail=detail))
         _journal_checks(report, home.database, progress)
+    except JournalCorruptError as error:
+        report.checks.append(Check(name="journal", ok=False, detail=str(error)))
+        if not any(check.name == "integrity" for check in report.checks):
+            _integrity_check(report, home.database)
     except LedgerclawError as error:
         report.checks.append(Check(name="journal", ok=False, detail=str(error)))
     return report

@@ -35,6 +35,15 @@ class NewerSchemaError(JournalError):
     """The journal was written by a newer ledgerclaw; it is left untouched."""
 
 
+class JournalCorruptError(JournalError):
+    """The journal file failed its integrity check (a damaged page, a truncated file).
+
+    Nothing is written to such a file; the message names the file and what failed.
+    """
+
+    exit_code = 7
+
+
 class JournalBusyError(JournalError):
     """Another process held the database longer than the busy timeout."""
 

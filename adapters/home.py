@@ -13,7 +13,7 @@ DATABASE_NAME = "ledgerclaw.db"
 CONFIG_NAME = "config.toml"
 SECRETS_NAME = "secrets.toml"
 DAEMON_FILES = ("daemon.lock", "daemon.pid")
-PROTECTED_DIRS = ("keys", "credentials", "claims", "hosts")
+PROTECTED_DIRS = ("keys", "credentials", "claims", "hosts", "backups")
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import os
 from functools import partial
 from pathlib import Path
 
-from adapters.config import Config, load_config
+from adapters.config import Config, checked_roots, load_config
 from adapters.fs.facts import file_identity
 from adapters.home import Home, check_home, ensure_home, resolve_home
 from adapters.journal.journal import SqliteJournal
@@ -36,8 +36,14 @@ def current_home() -> Home:
 
 
 def home_config(home: Home) -> Config:
-    """The validated configuration of `home`; refuses a `persistence` section."""
-    return load_config(home.config)
+    """The validated configuration of `home`; refuses a `persistence` section.
+
+    A configured root that is a file (not a directory) is refused here too, so every command
+    says so, not only `config check` and a start.
+    """
+    config = load_config(home.config)
+    checked_roots(config, home.config)
+    return config
 
 
 def open_reader(home: Home) -> JournalReader:

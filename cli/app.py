@@ -15,6 +15,7 @@ from adapters.projections import queries
 from adapters.projections.verify import verify
 from adapters.tools import native
 from cli import render, render_models
+from cli.backup_cmd import backup_app
 from cli.common import expected_errors
 from cli.config_cmd import config_app
 from cli.daemon_cmd import daemon_app, mcp_app
@@ -49,6 +50,7 @@ app.add_typer(daemon_app, name="daemon")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(approvals_app, name="approvals")
 app.add_typer(devices_app, name="devices")
+app.add_typer(backup_app, name="backup")
 
 INTERRUPTED = 130
 """The exit code of a command stopped by Ctrl-C, as shells report it."""

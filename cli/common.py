@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import ParamSpec, TypeVar
 
 import typer
+from rich.text import Text
 
 from cli import render
 from domain.errors import LedgerclawError
@@ -29,3 +30,9 @@ def expected_errors(command: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(failure.exit_code) from None
 
     return wrapper
+
+
+def print_warnings(messages: Iterable[str]) -> None:
+    """Print each warning as one `warning: …` line on stderr; it stops nothing."""
+    for message in messages:
+        render.err.print(Text(f"warning: {message}", style="yellow"), soft_wrap=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -11,8 +10,9 @@ from rich.text import Text
 from adapters import wiring
 from adapters.config import CheckedConfig, check_config
 from adapters.home import check_home
+from adapters.tools.root_checks import RootState
 from cli import render
-from cli.common import JSON_OPTION, expected_errors
+from cli.common import JSON_OPTION, expected_errors, print_warnings
 from domain.errors import LedgerclawError
 
 config_app = typer.Typer(help="Check the home's configuration files.")
@@ -29,12 +29,26 @@ def check(json_output: bool = JSON_OPTION) -> None:
         if not json_output:
             raise
         render.emit_json(
-            {"ok": False, "path": str(home.config), "error": str(failure), "summary": None}
+            {
+                "ok": False,
+                "path": str(home.config),
+                "error": str(failure),
+                "warnings": [],
+                "summary": None,
+            }
         )
         raise typer.Exit(failure.exit_code) from None
     facts = summary(checked)
     if json_output:
-        render.emit_json({"ok": True, "path": str(home.config), "error": None, "summary": facts})
+        render.emit_json(
+            {
+                "ok": True,
+                "path": str(home.config),
+                "error": None,
+                "warnings": list(checked.warnings),
+                "summary": facts,
+            }
+        )
         return
     found = "" if checked.config_found else " (no file: defaults)"
     approvals = ", ".join(f"{tool}={mode}" for tool, mode in facts["approval"].items())
@@ -43,7 +57,7 @@ def check(json_output: bool = JSON_OPTION) -> None:
         f"config ok: {home.config}{found}",
         f"  daemon: port {facts['port']}, audience {facts['audience']}",
         f"  roots: {len(facts['roots']) or 'none'}",
-        *(f"    {r['path']} ({', '.join(r['operations'])}){_missing(r)}" for r in facts["roots"]),
+        *(f"    {r['path']} ({', '.join(r['operations'])}){_state(r)}" for r in facts["roots"]),
         f"  approvals: {approvals or 'defaults'}",
         f"  approval timeout: {facts['approval_timeout_seconds']}s",
         f"  inline limit: {facts['inline_limit']} characters",
@@ -51,18 +65,11 @@ def check(json_output: bool = JSON_OPTION) -> None:
     ]
     for line in lines:
         render.out.print(Text(line), soft_wrap=True)
-    if not facts["roots"]:
-        render.err.print(
-            Text(
-                "warning: no trusted roots: tools can use only each session's own storage."
-                " Add [tools] roots (see docs/daemon.md)."
-            ),
-            soft_wrap=True,
-        )
+    print_warnings(checked.warnings)
 
 
-def _missing(root: dict[str, Any]) -> str:
-    return "" if root["exists"] else "  (does not exist)"
+def _state(root: dict[str, Any]) -> str:
+    return "" if root["exists"] else f"  ({root['problem']})"
 
 
 def summary(checked: CheckedConfig) -> dict[str, Any]:
@@ -77,9 +84,10 @@ def summary(checked: CheckedConfig) -> dict[str, Any]:
                 "path": root.path,
                 "operations": [str(op) for op in root.operations],
                 "audiences": [str(a) for a in root.audiences],
-                "exists": Path(root.path).is_dir(),
+                "exists": check.state is RootState.DIRECTORY,
+                "problem": check.problem or None,
             }
-            for root in config.tools.roots
+            for root, check in zip(config.tools.roots, checked.roots, strict=True)
         ],
         "approval": {tool: str(mode) for tool, mode in sorted(config.tools.approval.items())},
         "approval_timeout_seconds": config.tools.approval_timeout_seconds,

@@ -11,7 +11,7 @@ from adapters.daemon.logs import configure_logging
 from adapters.daemon.operator import daemon_status, issue_pairing_code
 from adapters.home import ensure_home
 from cli import render
-from cli.common import JSON_OPTION, expected_errors
+from cli.common import JSON_OPTION, expected_errors, print_warnings
 
 daemon_app = typer.Typer(help="Run the daemon, pair devices with it, and ask how it is doing.")
 mcp_app = typer.Typer(help="Serve the governed tools to an MCP client.")
@@ -28,7 +28,9 @@ def run(
     from adapters.daemon.service import Daemon  # noqa: PLC0415 - the MCP SDK is slow to import
 
     home = wiring.current_home()
-    config = check_config(home.config, home.secrets).config
+    checked = check_config(home.config, home.secrets)
+    config = checked.config
+    print_warnings(checked.warnings)
     ensure_home(home)
     log_file = configure_logging(home, config.daemon.log_level)
     daemon = Daemon(home, config, port or config.daemon.port)
@@ -87,7 +89,9 @@ def serve() -> None:
     from adapters.mcp.stdio import serve_stdio  # noqa: PLC0415 - the MCP SDK is slow to import
 
     home = wiring.current_home()
-    config = check_config(home.config, home.secrets).config
+    checked = check_config(home.config, home.secrets)
+    config = checked.config
+    print_warnings(checked.warnings)
     ensure_home(home)
     configure_logging(home, config.daemon.log_level)
     raise typer.Exit(anyio.run(serve_stdio, home, config))

@@ -41,14 +41,46 @@ def approvals_list(json_output: bool = JSON_OPTION) -> None:
         render.out.print("No approvals are pending.")
         return
     shown = [
-        {**row, "session": render.short_id(row["session_id"]), "widen": "yes" * row["can_widen"]}
+        {
+            **row,
+            "session": _session_cell(row),
+            "device": render.short_id(row.get("device") or "-"),
+            "client": row.get("client") or "-",
+            "widen": "yes" * row["can_widen"],
+        }
         for row in rows
     ]
     _table(
         f"{len(rows)} pending approval(s)",
-        ("id", "session", "tool", "summary", "mode", "widen", "asked_at", "host"),
+        (
+            "id",
+            "device",
+            "client",
+            "session",
+            "tool",
+            "summary",
+            "mode",
+            "widen",
+            "asked_at",
+            "host",
+        ),
         shown,
     )
+    for row in rows:
+        if row["can_widen"] and row.get("session_scope_covers"):
+            render.out.print(
+                f"--session-scope on {render.short_id(row['id'])} covers"
+                f" {row['session_scope_covers']}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+
+
+def _session_cell(row: dict[str, Any]) -> str:
+    """The session's id, and what sets it apart within its device and client."""
+    short = render.short_id(row["session_id"])
+    return f"{short} ({row['session']})" if row.get("session") else short
 
 
 def _decide(
@@ -71,11 +103,18 @@ def _decide(
     if json_output:
         render.emit_json(answer)
         return
-    reach = {"once": "this call only", "session": "the rest of the session"}.get(
+    call = f"{answer['id']} ({answer['tool']}: {answer['summary']})"
+    if answer["verdict"] != "approved":
+        # A denial has no reach: it ends the one waiting call.
+        render.out.print(f"denied {call}; it will not run")
+        return
+    session = "the rest of the session"
+    if answer.get("session_scope_covers"):
+        session += f": {answer['session_scope_covers']}"
+    reach = {"once": "this call only", "session": session}.get(
         answer["scope"], f"paths under {directory}"
     )
-    verb = "approved" if answer["verdict"] == "approved" else "denied"
-    render.out.print(f"{verb} {answer['id']} ({answer['tool']}: {answer['summary']}) for {reach}")
+    render.out.print(f"approved {call} for {reach}")
 
 
 SESSION_SCOPE = typer.Option(

@@ -87,8 +87,37 @@ def one_line(text: str) -> str:
     return text
 
 
+def shorten_middle(text: str, width: int) -> str:
+    """`text` cut to `width` characters by taking out its middle (an ellipsis marks where).
+
+    The end keeps two thirds: a path's file name and a command's last words say the most.
+    """
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    head = (width - 1) // 3
+    tail = width - 1 - head
+    return f"{text[:head]}…{text[len(text) - tail :]}"
+
+
+TIMELINE_VALUE = 240
+"""The most characters a timeline shows of an attempt's arguments or a command."""
+_LONG_FIELDS = frozenset({"arguments", "command"})
+
+
+def _field(key: str, value: Any) -> str:  # noqa: ANN401 - any stored JSON value
+    if isinstance(value, dict | list):
+        text = orjson.dumps(value).decode()
+    else:
+        text = one_line(short_id(value))
+    if key in _LONG_FIELDS:
+        text = shorten_middle(text, TIMELINE_VALUE)
+    return f"{key}={text}"
+
+
 def _fields(fields: dict[str, Any]) -> str:
-    return "  ".join(f"{key}={one_line(short_id(value))}" for key, value in fields.items())
+    return "  ".join(_field(key, value) for key, value in fields.items())
 
 
 def timeline(session_id: str, entries: Sequence[TimelineEntry]) -> None:
@@ -213,6 +242,8 @@ def doctor(report: DoctorReport) -> None:
     table.add_column("detail", overflow="fold")
     for check in report.checks:
         verdict = Text("ok", style="green") if check.ok else Text("FAIL", style="bold red")
+        if check.ok and check.warning:
+            verdict = Text("warn", style="yellow")
         table.add_row(check.name, verdict, check.detail)
     out.print(table)
     summary = "healthy" if report.ok else "problems found"

@@ -11,7 +11,7 @@ import orjson
 from rich.table import Table
 from rich.text import Text
 
-from cli.render import minute, one_line, out, short_id
+from cli.render import minute, one_line, out, short_id, shorten_middle
 
 
 def csv_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
@@ -143,21 +143,43 @@ def _when(stamp: object, *, with_day: bool) -> str:
 
 
 def _why(row: dict[str, Any]) -> str:
-    """How an attempt was decided and ended, in words: rule or denial, approval, outcome."""
+    """How an attempt was decided and ended, in words: rule or denial, approval, outcome.
+
+    A rejected or expired approval's denial detail repeats the approval (`approval rejected
+    by …`); it is left out, so the decision is said once.
+    """
     parts = []
+    decided = _decided(row)
+    detail = row["detail"]
+    if decided and detail == f"approval {row['approval_verdict']} by {row['decided_by']}":
+        detail = None
     reason = row["failure_category"] or row["rule"] or ""
-    if row["detail"]:
-        reason = f"{reason}: {row['detail']}" if reason else row["detail"]
+    if detail:
+        reason = f"{reason}: {detail}" if reason else detail
     if reason:
         parts.append(reason)
-    if row["decided_by"]:
-        verdict = row["approval_verdict"] or "decided"
-        scope = f", {row['approval_scope']}" if row["approval_scope"] else ""
-        parts.append(f"{verdict} by {row['decided_by']}{scope}")
+    if decided:
+        parts.append(decided)
     ending = row["outcome"] or row["remediation"]
     if ending:
         parts.append(f"-> {ending}")
     return one_line("; ".join(parts))
+
+
+_REACH = {"once": "once", "session": "for the session", "directory": "for a directory"}
+
+
+def _decided(row: dict[str, Any]) -> str:
+    """Who answered the approval question and how: `approved once by …`, `rejected by …`."""
+    who, verdict = row["decided_by"], row["approval_verdict"]
+    if not who:
+        return ""
+    if verdict == "approved":
+        reach = _REACH.get(row["approval_scope"] or "once", row["approval_scope"])
+        return f"approved {reach} by {who}"
+    if verdict == "expired":
+        return "expired unanswered"
+    return f"{verdict or 'decided'} by {who}"
 
 
 def attempts(rows: Sequence[dict[str, Any]]) -> None:
@@ -167,18 +189,34 @@ def attempts(rows: Sequence[dict[str, Any]]) -> None:
         return
     title, by_session, with_day = _scope(rows, "authorization attempts", "started_at")
     table = _compact(title)
-    columns = ["started", "session", "tool", "decision", "why"]
+    columns = ["started", "session", "tool", "target", "decision", "why"]
     if not by_session:
         columns.remove("session")
     for column in columns:
         table.add_column(column, no_wrap=column != "why", overflow="fold")
+    width = max(TARGET_MIN_WIDTH, out.width // 3)
     for row in rows:
         cells = [_when(row["started_at"], with_day=with_day)]
         if by_session:
             cells.append(short_id(row["session_id"]))
-        cells += [row["tool"], row["decision"], _why(row)]
+        cells += [row["tool"], shorten_middle(target(row), width), row["decision"], _why(row)]
         table.add_row(*cells)
     out.print(table)
+
+
+TARGET_MIN_WIDTH = 24
+"""The target column gets a third of the width, never less than this many characters."""
+
+
+def target(row: dict[str, Any]) -> str:
+    """What an attempt was about: its command, else its first path (and how many more)."""
+    if row.get("command"):
+        return one_line(str(row["command"]))
+    paths = row.get("paths") or []
+    if not paths:
+        return ""
+    more = f" (+{len(paths) - 1})" if len(paths) > 1 else ""
+    return one_line(str(paths[0])) + more
 
 
 def file_activity(rows: Sequence[dict[str, Any]]) -> None:

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from enum import StrEnum
 from functools import singledispatchmethod
 
+from pydantic import JsonValue
+
 from domain.base import DomainEvent
 from domain.session.events import (
     ApprovalDecided,
@@ -18,7 +20,7 @@ from domain.session.events import (
     PolicyEvaluated,
     ToolReceiptRecorded,
 )
-from domain.session.values import ApprovalVerdict, FileActivity, PolicyDecision
+from domain.session.values import ApprovalVerdict, FileActivity, InputProblem, PolicyDecision
 from projections.catalog import session_of
 from projections.model import Batch, Position, Table
 
@@ -50,10 +52,22 @@ AUTHORIZATION_AUDIT = Table(
         "started_at": str,
         "ended_at": str,
         "duration_ms": float,
+        "arguments": str,
+        "bounded_arguments": str,
+        "arguments_spill_id": str,
+        "command": str,
+        "shell_cwd": str,
+        "shell_exit_code": int,
+        "shell_timed_out": int,
+        "shell_duration_ms": int,
+        "shell_output_bytes": int,
     },
     pk=("attempt_id",),
     indexes=(("session_id",), ("started_at",), ("tool",), ("decision",)),
-    doc="One row per tool call: its paths, policy decision and rule, approval, outcome, timing.",
+    doc=(
+        "One row per tool call: its arguments and paths, policy decision and rule, approval,"
+        " outcome, timing, and for a shell command how it ran."
+    ),
 )
 
 ENDED = "ended_at = ?, duration_ms = ROUND((julianday(?) - julianday(started_at)) * 86400000.0)"
@@ -79,11 +93,30 @@ _POLICY = {
 REVIEWED_SAFE = "reviewed-safe"
 """The prefix of the rule that allows a reviewed-safe shell command without asking."""
 UNKNOWN_OUTCOME = "unknown"
+DETAIL_LIMIT = 2000
 
 
 def json_array(values: Iterable[str]) -> str:
     """The distinct `values`, in first-seen order, as a compact JSON array."""
     return json.dumps(list(dict.fromkeys(values)), ensure_ascii=False, separators=(",", ":"))
+
+
+def compact_json(value: object) -> str:
+    """`value` as compact JSON text, as the JSON columns hold it."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def problems_text(problems: Iterable[InputProblem]) -> str:
+    """Input problems as one detail: `field: message; field: message`."""
+    return "; ".join(f"{p.field}: {p.message}" for p in problems)[:DETAIL_LIMIT]
+
+
+def _command_argument(arguments: dict[str, JsonValue] | None) -> str | None:
+    """A call's `command` argument as text: the command itself, or a bounded one's head."""
+    command = (arguments or {}).get("command")
+    if isinstance(command, dict) and isinstance(command.get("head"), str):
+        return f"{command['head']}…"
+    return command if isinstance(command, str) else None
 
 
 def operations_and_paths(activity: Iterable[FileActivity]) -> tuple[str, str]:
@@ -96,7 +129,7 @@ class AuthorizationAudit:
     """Which calls were allowed, denied or corrected, by which rule, who approved, and how long."""
 
     name = "authorization_audit"
-    version = 1
+    version = 2
     tables: tuple[Table, ...] = (AUTHORIZATION_AUDIT,)
 
     @singledispatchmethod
@@ -105,10 +138,12 @@ class AuthorizationAudit:
 
     @apply.register
     def _(self, event: AuthorizationAttemptStarted, position: Position, batch: Batch) -> None:
+        recorded = event.arguments
         batch.add(
             "INSERT INTO authorization_audit (attempt_id, session_id, run_id, call_id, tool,"
-            " operations, paths, decision, reviewed_safe, approval_asked, started_at)"
-            " VALUES (?, ?, ?, ?, ?, '[]', '[]', ?, 0, 0, ?)",
+            " operations, paths, decision, reviewed_safe, approval_asked, started_at,"
+            " arguments, bounded_arguments, arguments_spill_id, command)"
+            " VALUES (?, ?, ?, ?, ?, '[]', '[]', ?, 0, 0, ?, ?, ?, ?, ?)",
             event.attempt_id,
             session_of(position),
             event.run_id,
@@ -116,6 +151,10 @@ class AuthorizationAudit:
             event.tool_name,
             AuditDecision.PENDING,
             position.at.isoformat(),
+            None if recorded is None else compact_json(recorded),
+            json_array(event.bounded_arguments) if event.bounded_arguments else None,
+            event.arguments_spill_id,
+            _command_argument(recorded),
         )
 
     @apply.register
@@ -198,6 +237,25 @@ class AuthorizationAudit:
             event.remediation,
             event.spill_id,
         ]
+        if event.problems:
+            assignments += ", detail = ?"
+            params.append(problems_text(event.problems))
+        if event.shell is not None:
+            shell = event.shell
+            assignments += (
+                ", command = ?, shell_cwd = ?, shell_exit_code = ?, shell_timed_out = ?,"
+                " shell_duration_ms = ?, shell_output_bytes = ?"
+            )
+            params.extend(
+                (
+                    shell.command,
+                    shell.cwd,
+                    shell.exit_code,
+                    int(shell.timed_out),
+                    shell.duration_ms,
+                    shell.output_bytes,
+                )
+            )
         if event.file_activity:
             # The decision's targets win; the receipt names the paths of calls without any.
             assignments += (

@@ -1,4 +1,9 @@
-"""Tool calls per UTC day, tool and outcome: counts, durations, approvals; projection layer."""
+"""Tool calls per UTC day, tool and outcome: counts, durations, approvals.
+
+Calls of names no tool is registered under are counted together, as the tool
+`(unknown)`: made-up names would otherwise each get rows of their own. The names stay in
+the journal and in the authorization audit; projection layer.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +20,8 @@ from domain.session.events import (
     CorrectionIssued,
     ToolReceiptRecorded,
 )
-from domain.session.values import ApprovalVerdict
+from domain.session.values import ApprovalVerdict, DenialCategory
+from domain.tools.exposure import NO_SUCH_TOOL
 from projections.model import Batch, Position, Table
 
 DAILY_STATS = Table(
@@ -66,6 +72,8 @@ DAILY_DURATIONS = Table(
 DENIED = "denied"
 CORRECTED = "corrected"
 UNKNOWN = "unknown"
+UNKNOWN_TOOL = "(unknown)"
+"""The one tool row every call of an unregistered name is counted in."""
 CHUNK = 500
 """Attempt ids per p95 statement, well under SQLite's smallest parameter limit (999)."""
 
@@ -100,7 +108,8 @@ class DailyStats:
     """How many calls each tool made per day, how they ended, how long they took."""
 
     name = "daily_stats"
-    version = 1
+    version = 2
+    """2: calls of unregistered names are grouped as `(unknown)`."""
     tables: tuple[Table, ...] = (DAILY_STATS, DAILY_ATTEMPTS, DAILY_DURATIONS)
 
     @singledispatchmethod
@@ -137,6 +146,12 @@ class DailyStats:
 
     @apply.register
     def _(self, event: AttemptDenied, position: Position, batch: Batch) -> None:
+        if event.category is DenialCategory.NOT_EXPOSED and event.detail == NO_SUCH_TOOL:
+            batch.add(
+                "UPDATE daily_attempts SET tool = ? WHERE attempt_id = ?",
+                UNKNOWN_TOOL,
+                event.attempt_id,
+            )
         self._end(event.attempt_id, DENIED, position, batch)
 
     @apply.register

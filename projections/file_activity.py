@@ -1,4 +1,8 @@
-"""Which files successful tool calls read, wrote, attached or declared; projection layer."""
+"""Which files successful tool calls read, wrote, attached or declared.
+
+A shell command's rows are of their own kind, `shell_candidate`: the paths the shell
+policy checked as writes, what it may have changed rather than what it did; projection layer.
+"""
 
 from __future__ import annotations
 
@@ -29,8 +33,13 @@ FILE_ACTIVITY = Table(
     },
     pk=("attempt_id", "path", "operation"),
     indexes=(("path",), ("session_id",), ("at",)),
-    doc="One row per canonical path a successful tool call read, wrote, attached or declared.",
+    doc=(
+        "One row per canonical path a successful tool call read, wrote, attached or declared,"
+        " and per path a shell command that ran was checked for (shell_candidate)."
+    ),
 )
+SHELL_CANDIDATE = "shell_candidate"
+"""The operation of a path the shell policy checked as a write: a candidate, not a proof."""
 FILE_ACTIVITY_ATTEMPTS = Table(
     name="file_activity_attempts",
     columns={"attempt_id": str, "tool": str},
@@ -43,7 +52,7 @@ class FileActivityLog:
     """Which files a session's tools touched, when, with which operation and tool."""
 
     name = "file_activity"
-    version = 1
+    version = 2
     tables: tuple[Table, ...] = (FILE_ACTIVITY, FILE_ACTIVITY_ATTEMPTS)
 
     @singledispatchmethod
@@ -60,21 +69,25 @@ class FileActivityLog:
 
     @apply.register
     def _(self, event: ToolReceiptRecorded, position: Position, batch: Batch) -> None:
+        rows: list[tuple[str, str]] = []
         if event.outcome is OutcomeCategory.SUCCESS:
-            for activity in event.file_activity:
-                # One receipt may name the same path and operation twice; one row suffices.
-                batch.add(
-                    "INSERT OR IGNORE INTO file_activity (attempt_id, path, operation,"
-                    " session_id, run_id, tool, at) VALUES (?, ?, ?, ?, ?,"
-                    " (SELECT tool FROM file_activity_attempts WHERE attempt_id = ?), ?)",
-                    event.attempt_id,
-                    activity.path,
-                    str(activity.operation),
-                    session_of(position),
-                    event.run_id,
-                    event.attempt_id,
-                    position.at.isoformat(),
-                )
+            rows.extend((a.path, str(a.operation)) for a in event.file_activity)
+        if event.shell is not None:
+            rows.extend((path, SHELL_CANDIDATE) for path in event.shell.candidates)
+        for path, operation in rows:
+            # One receipt may name the same path and operation twice; one row suffices.
+            batch.add(
+                "INSERT OR IGNORE INTO file_activity (attempt_id, path, operation,"
+                " session_id, run_id, tool, at) VALUES (?, ?, ?, ?, ?,"
+                " (SELECT tool FROM file_activity_attempts WHERE attempt_id = ?), ?)",
+                event.attempt_id,
+                path,
+                operation,
+                session_of(position),
+                event.run_id,
+                event.attempt_id,
+                position.at.isoformat(),
+            )
         self._forget(event.attempt_id, batch)
 
     @apply.register

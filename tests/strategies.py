@@ -40,22 +40,27 @@ from domain.session.events import (
     WriterClaimed,
 )
 from domain.session.values import (
+    RAN_OUTCOMES,
     RECENT_FILES_LIMIT,
     ApprovalMode,
     ApprovalScope,
     ApprovalVerdict,
     Audience,
+    CancelReason,
     ChatMessage,
     DenialCategory,
     FileActivity,
     FileOperation,
+    InputProblem,
     MessageRole,
     OutcomeCategory,
     PolicyDecision,
+    RecordedArguments,
     RemediationCode,
     RunEndReason,
     SessionCloseReason,
     SessionKind,
+    ShellRun,
     ToolCallRequest,
     ToolReceipt,
 )
@@ -202,6 +207,42 @@ def file_activities(
     )
 
 
+def json_arguments() -> st.SearchStrategy[dict[str, JsonValue]]:
+    """Argument objects of lossless JSON values."""
+    return st.dictionaries(st.text(max_size=8), lossless_json(), max_size=4)
+
+
+def recorded_arguments() -> st.SearchStrategy[RecordedArguments]:
+    """Recorded arguments: any object, pointers of bounded values, maybe a spill."""
+    return st.builds(
+        RecordedArguments,
+        arguments=json_arguments(),
+        bounded=st.lists(st.text(max_size=20), max_size=3).map(tuple),
+        spill_id=st.none() | spill_ids(),
+    )
+
+
+def input_problems() -> st.SearchStrategy[InputProblem]:
+    """One invalid field (a dotted path) and its message."""
+    return st.builds(InputProblem, field=short_texts(), message=details())
+
+
+@st.composite
+def shell_runs(draw: st.DrawFn, paths: st.SearchStrategy[str] | None = None) -> ShellRun:
+    """Shell facts: an exit code, or a timeout and none; candidates from `paths` if given."""
+    where = canonical_paths() if paths is None else paths
+    exit_code = draw(st.none() | st.integers(-64, 255))
+    return ShellRun(
+        command=draw(st.text(min_size=1, max_size=200)),
+        cwd=draw(where),
+        exit_code=exit_code,
+        timed_out=exit_code is None,
+        duration_ms=draw(st.integers(0, 2**40)),
+        output_bytes=draw(st.integers(0, 2**40)),
+        candidates=tuple(draw(st.lists(where, max_size=4))),
+    )
+
+
 @st.composite
 def tool_receipts(
     draw: st.DrawFn,
@@ -217,14 +258,20 @@ def tool_receipts(
     outcome = draw(st.sampled_from(OutcomeCategory) if outcomes is None else outcomes)
     success = outcome is OutcomeCategory.SUCCESS
     correction = outcome is OutcomeCategory.RECOVERABLE_CORRECTION
+    cancelled = outcome is OutcomeCategory.CANCELLED
     activity = st.lists(file_activities(paths), max_size=max_files)
     declared = canonical_paths() if paths is None else paths
+    invalid = outcome is OutcomeCategory.INVALID_INPUT
+    ran = outcome in RAN_OUTCOMES
     return ToolReceipt(
         outcome=outcome,
         file_activity=tuple(draw(activity)) if success else (),
         project_declaration=draw(st.none() | declared) if success else None,
         remediation=draw(st.sampled_from(RemediationCode)) if correction else None,
         spill_id=draw(st.none() | spill_ids()),
+        cancel_reason=draw(st.none() | st.sampled_from(CancelReason)) if cancelled else None,
+        problems=tuple(draw(st.lists(input_problems(), max_size=3))) if invalid else (),
+        shell=draw(st.none() | shell_runs(paths)) if ran else None,
         confinement=draw(st.none() | confinements()),
     )
 
@@ -335,6 +382,9 @@ EVENT_STRATEGIES: dict[type[DomainEvent], st.SearchStrategy[Any]] = {
         attempt_id=attempt_ids(),
         call_id=call_ids(),
         tool_name=tool_names(),
+        arguments=st.none() | json_arguments(),
+        bounded_arguments=st.lists(st.text(max_size=20), max_size=3).map(tuple),
+        arguments_spill_id=st.none() | spill_ids(),
     ),
     PolicyEvaluated: _event(
         PolicyEvaluated,
@@ -451,7 +501,8 @@ def built_sessions(draw: st.DrawFn) -> Session:
 
 def _drive_attempt(draw: st.DrawFn, session: Session, run_id: RunId, attempt_id: AttemptId) -> None:
     """Take one attempt through a random valid part of its lifecycle."""
-    session.start_attempt(run_id, attempt_id, draw(call_ids()), draw(tool_names()))
+    recorded = draw(st.none() | recorded_arguments())
+    session.start_attempt(run_id, attempt_id, draw(call_ids()), draw(tool_names()), recorded)
     decision = draw(st.none() | st.sampled_from(PolicyDecision))
     if decision is None:
         return

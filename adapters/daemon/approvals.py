@@ -4,7 +4,8 @@ The daemon's Approver. Each request waits here until someone decides it: the com
 line (`ledgerclaw approvals approve|deny`, through the control plane) or, for a client
 that can be asked, an MCP elicitation. The first answer wins. The dispatcher bounds the
 wait with the configured approval timeout and journals the request, the decision and any
-expiry; this module keeps nothing durable itself.
+expiry; this module keeps nothing durable itself. While a request waits, a client that
+asked for progress hears every few seconds that it is still waiting, and for what.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from domain.session.values import ApprovalScope, ApprovalVerdict
 
 log = logging.getLogger(__name__)
 MIN_PREFIX = 4
+PROGRESS_INTERVAL_SECONDS = 5.0
+"""How often a waiting call tells its client it still waits; well under any client timeout."""
 
 Elicitor = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | None]]
 """Asks the client behind a session; None when it declined to answer."""
@@ -31,6 +34,31 @@ Elicitor = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer | None]]
 CALL_ELICITOR: ContextVar[Elicitor | None] = ContextVar("ledgerclaw_call_elicitor", default=None)
 """The elicitor of the request being served, set around one call: concurrent calls of one
 session each ask their own request's client."""
+
+Progress = Callable[[float, float | None, str], Awaitable[None]]
+"""Tells the client behind one request how far it is: (progress, total, message)."""
+
+CALL_PROGRESS: ContextVar[Progress | None] = ContextVar("ledgerclaw_call_progress", default=None)
+"""The progress reporter of the request being served, set around one call; None when the
+client gave no progress token."""
+
+
+@dataclass(frozen=True)
+class SessionReach:
+    """Whom a session-scoped approval covers: every request that shares the asking session."""
+
+    device: str | None
+    """The authenticated device; None on stdio, where the process is the boundary."""
+    client: str | None
+    """The client name the requests declare (self-declared, recorded)."""
+    session: str
+    """What sets this session apart within the device and client, e.g. `session key ci-1`."""
+    covers: str
+    """The same as one phrase: "every stateless request of device ... that ..."."""
+
+
+CALL_REACH: ContextVar[SessionReach | None] = ContextVar("ledgerclaw_call_reach", default=None)
+"""Whom the session of the call being served covers, set around one call."""
 
 
 class UnknownApprovalError(LedgerclawError):
@@ -51,6 +79,8 @@ class Pending:
 
     request: ApprovalRequest
     asked_at: datetime
+    reach: SessionReach | None = None
+    """Whom approving it for the session would cover; None when no host said."""
     answer: ApprovalAnswer | None = None
     answered: anyio.Event = field(default_factory=anyio.Event)
 
@@ -71,11 +101,20 @@ class Pending:
 class PendingApprovals:
     """The daemon's Approver: pending requests, decided from the CLI or the client."""
 
-    def __init__(self, elicitor_for: Callable[[SessionId], Elicitor | None] | None = None) -> None:
+    def __init__(
+        self,
+        elicitor_for: Callable[[SessionId], Elicitor | None] | None = None,
+        *,
+        timeout_seconds: float | None = None,
+        progress_interval: float = PROGRESS_INTERVAL_SECONDS,
+    ) -> None:
         self._pending: dict[str, Pending] = {}
         self.elicitor_for: Callable[[SessionId], Elicitor | None] = elicitor_for or (
             lambda _session: None
         )
+        self.timeout_seconds = timeout_seconds
+        """The configured approval timeout, reported as the total of a wait's progress."""
+        self.progress_interval = progress_interval
 
     def available(self) -> bool:
         """The command line can always be asked while the daemon runs."""
@@ -83,16 +122,19 @@ class PendingApprovals:
 
     async def ask(self, request: ApprovalRequest) -> ApprovalAnswer | None:
         """Wait for the first answer; the dispatcher's timeout cancels the wait."""
-        pending = Pending(request, datetime.now(UTC))
+        pending = Pending(request, datetime.now(UTC), CALL_REACH.get())
         self._pending[pending.approval_id] = pending
         log.info(
             "approval %s pending: %s %s", pending.approval_id, request.tool_name, request.summary
         )
         elicitor = CALL_ELICITOR.get() or self.elicitor_for(request.session_id)
+        progress = CALL_PROGRESS.get()
         try:
             async with anyio.create_task_group() as tasks:
                 if elicitor is not None:
                     tasks.start_soon(self._elicit, pending, elicitor)
+                if progress is not None:
+                    tasks.start_soon(self._keep_informed, pending, progress)
                 await pending.answered.wait()
                 tasks.cancel_scope.cancel()
         finally:
@@ -107,6 +149,29 @@ class PendingApprovals:
             return
         if answer is not None:
             pending.settle(answer)
+
+    async def _keep_informed(self, pending: Pending, progress: Progress) -> None:
+        """Report the wait right away, then every interval, until the request is answered.
+
+        The progress is the seconds waited so far (it only grows, as MCP requires) out of
+        the approval timeout. A client that resets its request timeout on progress keeps
+        waiting for the operator instead of giving up first.
+        """
+        started = anyio.current_time()
+        message = (
+            f"waiting for an operator to approve {pending.request.tool_name}:"
+            f" ledgerclaw approvals approve {pending.approval_id}"
+        )
+        waited = 0.0
+        while not pending.answered.is_set():
+            try:
+                await progress(waited, self.timeout_seconds, message)
+            except Exception:  # noqa: BLE001 - a client that cannot be told still gets its answer
+                log.info("could not report progress of approval %s", pending.approval_id)
+                return
+            await anyio.sleep(self.progress_interval)
+            # Milliseconds, and never the same value twice: MCP wants progress to grow.
+            waited = max(round(anyio.current_time() - started, 3), waited + 0.001)
 
     async def report(self, request: ApprovalRequest) -> None:
         """A report-mode call runs without waiting; it is logged for the operator."""

@@ -1,9 +1,16 @@
 """Device-token authentication in front of `/mcp`; adapter layer.
 
-Every request must carry `Authorization: Bearer <device token>`. A missing, unknown or
-revoked token gets 401 with a `WWW-Authenticate` challenge and is counted; the registry
-is consulted on every request, so a revocation (even by another process) refuses the
-device's very next request, and the sessions it had open are closed as `revoked`.
+Every request must carry `Authorization: Bearer <device token>`. A refused request gets
+401 as RFC 6750 describes it: a request with no token (or another scheme) gets a bare
+`Bearer realm="ledgerclaw"` challenge (section 3.1: no error code for a request that
+carried no credentials); a malformed, unknown or revoked token gets
+`error="invalid_token"` with an `error_description`. Either way the body is a JSON-RPC
+error whose message says why and whose data carries the same `error` and
+`error_description`, so an MCP client can show the reason. Refusals are counted.
+
+The registry is consulted on every request, so a revocation (even by another process)
+refuses the device's very next request, and the sessions it had open are closed as
+`revoked`.
 """
 
 from __future__ import annotations
@@ -12,18 +19,33 @@ import logging
 from collections.abc import Awaitable, Callable
 
 import anyio.to_thread
-import orjson
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from adapters.daemon.refusals import UNAUTHORIZED, refuse
 from adapters.mcp.callers import DEVICE_SCOPE_KEY
 from domain.devices.errors import DeviceError, DeviceRevokedError
 from domain.devices.tokens import split_token
 from domain.ids import DeviceId
 
 log = logging.getLogger(__name__)
+REALM = "ledgerclaw"
+INVALID_TOKEN = "invalid_token"  # noqa: S105 - the RFC 6750 error code, not a secret
+MISSING = "a device token is required: send Authorization: Bearer TOKEN"
+MALFORMED = "the device token is malformed: a device token is dev_<id>.<secret>"
+PAIR_AGAIN = "pair this device again (`ledgerclaw daemon pair`, then `ledgerclaw devices pair`)"
+_QUOTABLE = frozenset(chr(c) for c in range(0x20, 0x7F)) - {'"', "\\"}
+"""The characters RFC 6750 allows in `error_description` (section 3)."""
+
+
+def challenge(description: str | None = None) -> str:
+    """The `WWW-Authenticate` value: bare, or with `invalid_token` and its description."""
+    if description is None:
+        return f'Bearer realm="{REALM}"'
+    quoted = "".join(ch if ch in _QUOTABLE else "'" for ch in description)
+    return f'Bearer realm="{REALM}", error="{INVALID_TOKEN}", error_description="{quoted}"'
 
 
 class BearerGuard:
@@ -50,14 +72,17 @@ class BearerGuard:
         scheme, _, token = header.partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
-            await self._refuse(send, "a device token is required: Authorization: Bearer TOKEN")
+            await self._refuse(send, MISSING, invalid=False)
+            return
+        if split_token(token) is None:
+            await self._refuse(send, MALFORMED)
             return
         try:
             # The registry is read (and a device's last sighting written) off the event loop:
             # a journal busy in another process must not stall every other request.
             device = await anyio.to_thread.run_sync(self.authenticate, token)
         except DeviceError as error:
-            await self._refuse(send, str(error), invalid=True)
+            await self._refuse(send, f"{error}; {PAIR_AGAIN}")
             parts = split_token(token)
             if (
                 isinstance(error, DeviceRevokedError)
@@ -70,20 +95,17 @@ class BearerGuard:
         inner = {**scope, DEVICE_SCOPE_KEY: str(device), "user": user}
         await self.app(inner, receive, send)
 
-    async def _refuse(self, send: Send, message: str, *, invalid: bool = False) -> None:
+    async def _refuse(self, send: Send, description: str, *, invalid: bool = True) -> None:
         self.refused += 1
-        log.info("refused an /mcp request: %s", message)
-        challenge = 'Bearer realm="ledgerclaw"' + (', error="invalid_token"' if invalid else "")
-        body = orjson.dumps({"error": {"code": "unauthorized", "message": message}})
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"www-authenticate", challenge.encode()),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
+        log.info("refused an /mcp request: %s", description)
+        data = {"error_description": description}
+        if invalid:
+            data = {"error": INVALID_TOKEN, **data}
+        await refuse(
+            send,
+            status=401,
+            code=UNAUTHORIZED,
+            message=f"unauthorized: {description}",
+            data=data,
+            headers=((b"www-authenticate", challenge(description if invalid else None).encode()),),
         )
-        await send({"type": "http.response.body", "body": body})

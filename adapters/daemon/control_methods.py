@@ -54,11 +54,16 @@ def _parse(model: type[M], params: dict[str, Any]) -> M:
 
 
 def approval_row(pending: Pending) -> dict[str, Any]:
-    """One pending approval as the command line shows it."""
+    """One pending approval as the command line shows it, with whom its session covers."""
     request = pending.request
+    reach = pending.reach
     return {
         "id": pending.approval_id,
         "session_id": str(request.session_id),
+        "device": reach.device if reach is not None else None,
+        "client": reach.client if reach is not None else None,
+        "session": reach.session if reach is not None else None,
+        "session_scope_covers": reach.covers if reach is not None else None,
         "tool": request.tool_name,
         "summary": request.summary,
         "targets": list(request.targets),

@@ -13,12 +13,14 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.to_thread
 
+from adapters.daemon.approvals import CALL_REACH, SessionReach
 from adapters.daemon.claims import Claim, SessionClaims
 from adapters.fs.envelope import Envelope, bind_envelope, envelope_root
 from adapters.journal.journal import EventJournal
@@ -30,6 +32,7 @@ from domain.session.aggregate import Session
 from domain.session.values import (
     AttemptState,
     Audience,
+    CancelReason,
     SessionCloseReason,
     SessionKind,
     ToolCallRequest,
@@ -62,6 +65,10 @@ class Caller:
     client_version: str | None = None
     device_id: str | None = None
     """The authenticated device (HTTP only)."""
+    session_name: str | None = None
+    """The session key the client named itself (`Ledgerclaw-Session-Key`), if any."""
+    reach: SessionReach | None = None
+    """Whom a session-scoped approval in this caller's session covers."""
 
 
 @dataclass
@@ -73,6 +80,8 @@ class HostedSession:
     claim: Claim
     channel: str
     device_id: str | None = None
+    reach: SessionReach | None = None
+    """Whom a session-scoped approval here covers (the caller that opened it says)."""
     last_used: float = field(default_factory=anyio.current_time)
     turn: anyio.Lock = field(default_factory=anyio.Lock)
     calls: set[anyio.CancelScope] = field(default_factory=set)
@@ -95,7 +104,10 @@ class HostedSession:
 def _open(host: SessionHost, caller: Caller) -> tuple[RunScope, Claim]:
     """Open, bind, start and claim a new session; runs in a worker thread."""
     journal, home_root, audience = host.journal, host.home_root, host.audience
-    session_key = f"mcp-{caller.channel}:{(caller.client_name or 'unnamed')[:200]}"
+    label = f"mcp-{caller.channel}:{(caller.client_name or 'unnamed')}"
+    if caller.session_name is not None:
+        label = f"{label[: 200 - len(caller.session_name) - 1]}:{caller.session_name}"
+    session_key = _short(label) or f"mcp-{caller.channel}"
     session_id = SessionId.new()
     claim = host.claims.claim(session_id)
     try:
@@ -171,7 +183,7 @@ class SessionHost:
             if not self.admitting:
                 raise NotAdmittingError("the daemon is stopping and opens no new sessions")
             run, claim = await anyio.to_thread.run_sync(_open, self, caller)
-            hosted = HostedSession(key, run, claim, caller.channel, caller.device_id)
+            hosted = HostedSession(key, run, claim, caller.channel, caller.device_id, caller.reach)
             self.sessions[key] = hosted
             log.info(
                 "session %s opened for %s (%s)", run.session_id, caller.client_name, caller.channel
@@ -273,7 +285,13 @@ class SessionHost:
                     self._admit(hosted)
                     hosted.last_used = anyio.current_time()
                     before = self._loaded(hosted)
-                    result = await self.dispatcher.call(hosted.run, request)
+                    reach = CALL_REACH.set(hosted.reach)
+                    try:
+                        result = await self.dispatcher.call(
+                            hosted.run, request, cancel_reason=partial(self._why, hosted, scope)
+                        )
+                    finally:
+                        CALL_REACH.reset(reach)
                     changed = self._loaded(hosted) != before
             finally:
                 hosted.calls.discard(scope)
@@ -285,6 +303,19 @@ class SessionHost:
         if changed and hosted.notify_tools_changed is not None:
             await hosted.notify_tools_changed()
         return result
+
+    def _why(self, hosted: HostedSession, scope: anyio.CancelScope) -> CancelReason:
+        """Why a call was cancelled: closing and stopping cancel its scope, a client the request.
+
+        Any cancellation that did not come through the call's own scope came from outside
+        it: the SDK cancelling the request because its client cancelled it, timed out or
+        hung up.
+        """
+        if not self.admitting:
+            return CancelReason.SHUTDOWN
+        if scope.cancel_called or hosted.closed:
+            return CancelReason.SESSION_CLOSED
+        return CancelReason.CLIENT_CANCELLED
 
     def _cancelled(self, hosted: HostedSession, request: ToolCallRequest) -> ToolResult:
         """The result of a call that closing or stopping cancelled: its recorded end, if any."""

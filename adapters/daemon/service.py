@@ -3,10 +3,10 @@
 Start-up: the lock (a second daemon exits naming the first), logging, the journal,
 recovery of sessions whose host died, then the HTTP server on 127.0.0.1: `/healthz`,
 `/mcp` (device token), `/control` (local-control proof), `/pair`. While it runs, the
-projections are caught up continuously and stateless MCP sessions end when idle. On
-SIGINT or SIGTERM it admits nothing new, lets running calls finish within the grace
-period, cancels the rest (each gets its `cancelled` receipt), closes every session as
-`daemon_stopped` (its run ends as `shutdown`) and exits 0.
+projections are caught up continuously and stateless MCP sessions end when idle (after
+`stateless_idle_timeout_seconds`). On SIGINT or SIGTERM it admits nothing new, lets
+running calls finish within the grace period, cancels the rest (each gets its `cancelled`
+receipt), closes every session as `daemon_stopped` (its run ends as `shutdown`) and exits 0.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from adapters.daemon.lock import DaemonLock
 from adapters.daemon.loopback import LoopbackOnly
 from adapters.daemon.pair_route import pair_route
 from adapters.daemon.pairing import PairingCodes, TokenAuthenticator
+from adapters.daemon.session_key import SessionKeyCheck
 from adapters.home import Home, ensure_home
 from adapters.journal.journal import SqliteJournal
 from adapters.mcp.callers import HTTP_STATELESS
@@ -202,7 +203,9 @@ class Daemon:
                 if hosted.device_id == device:
                     await host.close(hosted.key, SessionCloseReason.REVOKED)
 
-        guard = BearerGuard(StreamableHTTPASGIApp(manager), authenticator.authenticate, revoked)
+        guard = BearerGuard(
+            SessionKeyCheck(StreamableHTTPASGIApp(manager)), authenticator.authenticate, revoked
+        )
         control = control_plane(
             self.home, self.health, approvals, authenticator.authenticate, self.codes
         )
@@ -273,7 +276,8 @@ class Daemon:
                     await host.close(hosted.key, SessionCloseReason.REVOKED)
 
     async def _reap(self, host: SessionHost) -> None:
-        idle = float(self.config.daemon.idle_timeout_seconds)
+        """Close stateless sessions idle for `stateless_idle_timeout_seconds` as `idle`."""
+        idle = float(self.config.daemon.stateless_idle_timeout_seconds)
         while True:
             await anyio.sleep(min(idle / 4, 30.0))
             await host.close_idle(idle, HTTP_STATELESS)

@@ -24,7 +24,10 @@ class DaemonSettings(BaseModel):
     grace_seconds: float = Field(default=10, ge=0, le=600)
     """How long running calls may finish after SIGINT or SIGTERM before they are cancelled."""
     idle_timeout_seconds: int = Field(default=1800, ge=5, le=86_400)
-    """A stateless MCP connection ends after this long without a request."""
+    """A handshake-era MCP session (one with an `mcp-session-id`) ends after this long idle."""
+    stateless_idle_timeout_seconds: int = Field(default=300, ge=1, le=86_400)
+    """A stateless-era session ends after this long without a request: its clients leave
+    without a word, so it is shorter."""
     max_concurrent_calls: int = Field(default=16, ge=1, le=1024)
     """The global budget of tool calls running at once, over every connection."""
     projection_interval_seconds: float = Field(default=0.5, ge=0.05, le=60)

@@ -1,80 +1,60 @@
 """Recognising, creating and version-checking the journal database file; adapter layer.
 
 The SQLite header carries an application id and a user version. The header bytes are read
-directly first, so a file that is not SQLite or belongs to another program is never opened
-by SQLite and gains no `-wal` or `-shm` companion. A missing or
-empty file becomes a fresh journal.
+directly first, so a file that is not SQLite, belongs to another program, is truncated or has
+a newer schema is never opened by SQLite and gains no `-wal` or `-shm` companion. A journal
+that passes is probed (adapters/journal/integrity.py) before anyone reads or writes it. A
+missing or empty file becomes a fresh journal, created owner-only; a journal without tables
+yet reads as one with no events.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
-import struct
 from contextlib import closing
 from pathlib import Path
-from typing import NamedTuple
 
 from adapters.errors import JournalBusyError, NewerSchemaError, NotAJournalError
+from adapters.journal.failures import corrupt_error, translated
+from adapters.journal.header import Header, read_header, truncation, wal_has_content
+from adapters.journal.integrity import probe, read_only
 
 APPLICATION_ID = 0x4C434C57
 """'LCLW' in the SQLite header: marks the file as a ledgerclaw journal."""
 SCHEMA_VERSION = 1
 """The journal layout this code writes and reads; kept in PRAGMA user_version."""
-
-_MAGIC = b"SQLite format 3\x00"
-_HEADER_SIZE = 100
-
-
-class Header(NamedTuple):
-    """The identifying fields of an SQLite database header."""
-
-    application_id: int
-    user_version: int
-    pages: int
-
-
-def _read_header(path: Path) -> Header | None:
-    """The header of `path`, or None when the file is empty."""
-    try:
-        with path.open("rb") as file:
-            raw = file.read(_HEADER_SIZE)
-    except OSError as error:
-        msg = f"cannot read {path}: {error.strerror or error}"
-        raise NotAJournalError(msg) from None
-    if not raw:
-        return None
-    if len(raw) < _HEADER_SIZE or not raw.startswith(_MAGIC):
-        msg = f"{path} is not a ledgerclaw journal (not an SQLite database); it was left untouched"
-        raise NotAJournalError(msg)
-    pages, user_version, application_id = (
-        struct.unpack(">I", raw[28:32])[0],
-        struct.unpack(">I", raw[60:64])[0],
-        struct.unpack(">I", raw[68:72])[0],
-    )
-    return Header(application_id, user_version, pages)
+EVENTS_TABLE = "stored_events"
+JOURNAL_MODE = 0o600
+"""The journal holds everything a session did: it is readable by its owner only."""
+OPENING = "opening it"
 
 
 def _is_blank(path: Path, header: Header) -> bool:
     """Whether an unmarked database holds nothing yet (at most one page, no WAL content)."""
-    wal = path.with_name(path.name + "-wal")
-    return header.pages <= 1 and not (wal.exists() and wal.stat().st_size > 0)
+    return header.pages <= 1 and not wal_has_content(path)
 
 
-def _current_user_version(path: Path) -> int:
+def _current_user_version(path: Path, header: Header) -> int:
     """The schema version as SQLite sees it, including commits still in the WAL."""
-    uri = f"{path.as_uri()}?mode=ro"
-    try:
-        with closing(sqlite3.connect(uri, uri=True, timeout=5)) as conn:
-            return int(conn.execute("PRAGMA user_version").fetchone()[0])
-    except sqlite3.OperationalError as error:
-        msg = f"cannot read journal {path}: {error}"
-        raise JournalBusyError(msg) from None
-    except sqlite3.DatabaseError as error:
-        msg = f"{path} is not a ledgerclaw journal: {error}"
-        raise NotAJournalError(msg) from None
+    if not wal_has_content(path):
+        return header.user_version  # everything is in the main file, header included
+    with translated(path, "reading its schema version"), read_only(path) as conn:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
 def _stamp_new(path: Path) -> None:
+    # Created (or narrowed) owner-only before SQLite opens it, whatever the umask; SQLite
+    # gives the `-wal` and `-shm` files the same mode.
+    try:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, JOURNAL_MODE)
+        try:
+            os.fchmod(descriptor, JOURNAL_MODE)
+        finally:
+            os.close(descriptor)
+    except OSError as error:
+        msg = f"cannot create journal {path}: {error.strerror or error}"
+        raise JournalBusyError(msg) from None
     try:
         with closing(sqlite3.connect(path, timeout=5)) as conn:
             conn.execute("PRAGMA journal_mode=WAL")
@@ -86,14 +66,24 @@ def _stamp_new(path: Path) -> None:
         raise JournalBusyError(msg) from None
 
 
-def _classify(path: Path) -> Header | None:
-    """Refuse `path` unless it is absent, empty or a journal this code can use."""
+def _tables(path: Path) -> frozenset[str]:
+    """The tables of the journal, after reading the root of every table and index."""
+    with translated(path, OPENING), read_only(path) as db:
+        failure = probe(db)
+        if failure is not None:
+            raise corrupt_error(path, OPENING, failure)
+        rows = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return frozenset(name for (name,) in rows)
+
+
+def _classify(path: Path) -> frozenset[str] | None:
+    """Refuse `path` unless it is absent, empty or a journal this code can use; its tables."""
     if not path.exists():
         return None
     if not path.is_file():
         msg = f"{path} is not a regular file"
         raise NotAJournalError(msg)
-    header = _read_header(path)
+    header = read_header(path)
     if header is None:
         return None
     if header.application_id == 0 and _is_blank(path, header):
@@ -104,7 +94,9 @@ def _classify(path: Path) -> Header | None:
             f"(application id {header.application_id:#x}); it was left untouched"
         )
         raise NotAJournalError(msg)
-    header = header._replace(user_version=_current_user_version(path))
+    if not wal_has_content(path) and (cut := truncation(path, header)):
+        raise corrupt_error(path, OPENING, cut)
+    header = header._replace(user_version=_current_user_version(path, header))
     if header.user_version > SCHEMA_VERSION:
         msg = (
             f"journal {path} has schema version {header.user_version}, newer than this "
@@ -112,14 +104,15 @@ def _classify(path: Path) -> Header | None:
             "The journal was left untouched."
         )
         raise NewerSchemaError(msg)
-    return header
+    return _tables(path)
 
 
 def prepare_journal_file(path: Path) -> bool:
     """Check that `path` is a ledgerclaw journal this code can use, creating it if absent.
 
-    Returns True when a fresh journal was created. Raises NotAJournalError or
-    NewerSchemaError without writing anything to a file that is refused.
+    Returns True when a fresh journal was created. Raises NotAJournalError,
+    NewerSchemaError or JournalCorruptError without writing anything to a file that is
+    refused, and without leaving anything beside it.
     """
     if _classify(path) is None:
         _stamp_new(path)
@@ -128,16 +121,19 @@ def prepare_journal_file(path: Path) -> bool:
 
 
 def check_journal_file(path: Path) -> bool:
-    """Read-only check of `path`: True if it is a usable journal, False if there is none yet.
+    """Read-only check of `path`: True if it is a journal with events to read.
 
-    Raises like `prepare_journal_file`, but never creates or stamps anything.
+    False when there is none yet, or only an empty one (stamped, without tables): both are
+    read as a journal with no events. Raises like `prepare_journal_file`, but never creates
+    or stamps anything.
     """
-    return _classify(path) is not None
+    tables = _classify(path)
+    return tables is not None and EVENTS_TABLE in tables
 
 
 def read_schema_version(path: Path) -> tuple[int, int]:
     """The application id and schema version recorded in `path`."""
-    header = _read_header(path)
+    header = read_header(path)
     if header is None:
         return 0, 0
-    return header.application_id, _current_user_version(path)
+    return header.application_id, _current_user_version(path, header)

@@ -21,6 +21,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -34,10 +35,12 @@ from adapters.config import JournalSettings
 from adapters.errors import (
     JournalBusyError,
     JournalConflictError,
+    JournalError,
     SessionExistsError,
     UnknownSessionError,
 )
 from adapters.journal.application import SNAPSHOT_INTERVAL, SYNCHRONOUS, JournalApplication
+from adapters.journal.failures import refuse_if_damaged, translated
 from adapters.journal.identity import prepare_journal_file
 from domain.base import Aggregate
 from domain.devices.aggregate import REGISTRY_ID, DeviceRegistry
@@ -80,10 +83,15 @@ class EventJournal:
     """Sessions and devices stored through one eventsourcing application."""
 
     def __init__(
-        self, app: JournalApplication, conflict_timeout: float = CONFLICT_TIMEOUT_SECONDS
+        self,
+        app: JournalApplication,
+        conflict_timeout: float = CONFLICT_TIMEOUT_SECONDS,
+        *,
+        path: Path | None = None,
     ) -> None:
         self.app = app
         self.conflict_timeout = conflict_timeout
+        self.path = path or Path(str(app.env.get("SQLITE_DBNAME", "journal")))
         self._locks: dict[UUID, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._working: OrderedDict[UUID, Aggregate] = OrderedDict()
@@ -188,7 +196,8 @@ class EventJournal:
 
     def transcript(self, session_id: SessionId, *, upto: int | None = None) -> list[ChatMessage]:
         """The session's messages in order, from its first `upto` events if given."""
-        events = self.app.events.get(session_id.as_uuid(), lte=upto)
+        with self._storage(f"reading {session_id}"):
+            events = list(self.app.events.get(session_id.as_uuid(), lte=upto))
         return [e.message for e in events if isinstance(e, MessageAppended)]
 
     # -- devices ---------------------------------------------------------------------------
@@ -208,12 +217,14 @@ class EventJournal:
 
     def save(self, *aggregates: Aggregate) -> None:
         """Store the pending events of `aggregates` in one transaction, then snapshot."""
+        refuse_if_damaged(self.path)
         first_versions = [a.version - len(a.pending_events) for a in aggregates]
         try:
             # What Application.save does for us, without its per-object protocol checks:
             # collect the pending events and put them in one transaction. Snapshots are taken
             # below, and nothing here subscribes to in-process notifications.
-            self.app.events.put([e for a in aggregates for e in a.collect_events()])
+            with self._storage("saving events"):
+                self.app.events.put([e for a in aggregates for e in a.collect_events()])
         except OperationalError as error:
             msg = f"journal is busy or unwritable: {error}"
             raise JournalBusyError(msg) from None
@@ -225,13 +236,19 @@ class EventJournal:
         # The events are committed; a snapshot is only a shortcut, so failing to store one
         # must not turn a successful command into an error.
         try:
-            self.app.snapshots.put([type(aggregate).Snapshot.take(aggregate)])  # type: ignore[union-attr]  # snapshots are always enabled
-        except (OperationalError, IntegrityError) as error:
+            with self._storage("saving a snapshot"):
+                self.app.snapshots.put([type(aggregate).Snapshot.take(aggregate)])  # type: ignore[union-attr]  # snapshots are always enabled
+        except (OperationalError, IntegrityError, JournalError) as error:
             log.warning("snapshot of %s at v%s skipped: %s", aggregate.id, aggregate.version, error)
+
+    def _storage(self, doing: str) -> AbstractContextManager[None]:
+        """Typed errors for a damaged or held file; a damaged one takes no more writes."""
+        return translated(self.path, doing)
 
     def stream_version(self, stream_id: UUID) -> int:
         """How many events the stream holds (0 if none)."""
-        events = self.app.recorder.select_events(stream_id, desc=True, limit=1)
+        with self._storage("reading a stream"):
+            events = self.app.recorder.select_events(stream_id, desc=True, limit=1)
         return events[0].originator_version if events else 0
 
     def close(self) -> None:
@@ -240,7 +257,8 @@ class EventJournal:
 
     def _get(self, kind: type[A], stream_id: UUID, version: int | None, label: str) -> A:
         try:
-            aggregate: object = self.app.repository.get(stream_id, version=version)
+            with self._storage(f"reading {label}"):
+                aggregate: object = self.app.repository.get(stream_id, version=version)
         except AggregateNotFoundError:
             msg = f"no {label} in the journal"
             raise UnknownSessionError(msg) from None
@@ -336,14 +354,12 @@ class SqliteJournal(EventJournal):
     def __init__(self, path: Path, settings: JournalSettings | None = None) -> None:
         settings = settings or JournalSettings()
         prepare_journal_file(path)
-        super().__init__(
-            JournalApplication(
+        with translated(path, "creating its tables"):
+            app = JournalApplication(
                 env={
                     "SQLITE_DBNAME": str(path),
                     "SQLITE_LOCK_TIMEOUT": str(settings.busy_timeout_seconds),
                     SYNCHRONOUS: settings.durability.value.upper(),
                 }
-            ),
-            conflict_timeout=settings.busy_timeout_seconds,
-        )
-        self.path = path
+            )
+        super().__init__(app, conflict_timeout=settings.busy_timeout_seconds, path=path)

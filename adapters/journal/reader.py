@@ -15,7 +15,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from adapters.errors import AmbiguousSessionError, JournalBusyError, UnknownSessionError
+from adapters.errors import AmbiguousSessionError, UnknownSessionError
+from adapters.journal.failures import translated
 from adapters.journal.identity import check_journal_file
 from adapters.journal.mapper import upcast
 from domain.catalog import events_by_topic
@@ -82,12 +83,11 @@ class JournalReader:
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         uri = f"{self.path.as_uri()}?mode=ro"
-        try:
-            with closing(sqlite3.connect(uri, uri=True, timeout=5)) as conn:
-                yield conn
-        except sqlite3.OperationalError as error:
-            msg = f"cannot read journal {self.path}: {error}"
-            raise JournalBusyError(msg) from None
+        with (
+            translated(self.path, "reading its events"),
+            closing(sqlite3.connect(uri, uri=True, timeout=5)) as conn,
+        ):
+            yield conn
 
     def sessions(self) -> list[SessionSummary]:
         """Every session, oldest first."""

@@ -1,24 +1,30 @@
 """Which hosted session an MCP request belongs to; adapter layer.
 
-The boundary differs by transport and protocol era (see docs/adr/0010):
+The boundary differs by transport and protocol era (see docs/adr/0010 and 0014):
 
 - stdio: one process serves one client, so the whole process is one session;
 - HTTP, handshake era (`initialize`): the MCP session id the SDK issued;
-- HTTP, stateless era (2026-07-28): no MCP session exists, so the authenticated device
-  plus the client's declared name; such a session ends after the configured idle period.
+- HTTP, stateless era (2026-07-28): no MCP session exists, so the authenticated device,
+  the client's declared name and the client's `Ledgerclaw-Session-Key` header, if it
+  sends one; such a session ends after the configured stateless idle period.
 
 A client's declared name and version are recorded, never trusted: on HTTP the device
-token is the identity.
+token is the identity. Each caller also says, in words, whom a session-scoped approval in
+its session covers, for the approval prompt and `approvals list`.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from mcp.server.context import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers
 
+from adapters.daemon.approvals import SessionReach
 from adapters.daemon.host import Caller
+from adapters.daemon.session_key import SESSION_KEY_HEADER, session_key_of
 
 DEVICE_SCOPE_KEY = "ledgerclaw.device_id"
 """Where the bearer-token check leaves the authenticated device in the ASGI scope."""
@@ -39,13 +45,52 @@ def caller_of(ctx: ServerRequestContext[Any, Any], transport: str) -> Caller:
     name = info.name if info is not None else None
     version = info.version if info is not None else None
     if transport == STDIO:
-        return Caller(STDIO, STDIO, name, version, None)
+        reach = SessionReach(
+            None,
+            name,
+            f"stdio pid {os.getpid()}",
+            f"the one client of stdio server pid {os.getpid()} ({_client(name)})",
+        )
+        return Caller(STDIO, STDIO, name, version, None, None, reach)
     request = ctx.request
     scope = getattr(request, "scope", {}) or {}
     device = scope.get(DEVICE_SCOPE_KEY)
+    headers = getattr(request, "headers", None) or Headers()
+    named = session_key_of(headers)
     if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        key = f"device:{device}:{name or 'unnamed'}"
-        return Caller(key, HTTP_STATELESS, name, version, device)
-    headers = getattr(request, "headers", None)
-    session_id = headers.get("mcp-session-id") if headers is not None else None
-    return Caller(f"http:{session_id}", HTTP, name, version, device)
+        # repr keeps the parts apart: no client name can pass for a name plus a key.
+        key = f"device:{device}:{name!r}:{named!r}"
+        return Caller(
+            key, HTTP_STATELESS, name, version, device, named, _stateless(device, name, named)
+        )
+    session_id = headers.get("mcp-session-id")
+    reach = SessionReach(
+        device,
+        name,
+        f"mcp session {session_id}",
+        f"the requests of MCP session {session_id} ({_client(name)} on device {device})",
+    )
+    return Caller(f"http:{session_id}", HTTP, name, version, device, named, reach)
+
+
+def _stateless(device: str | None, name: str | None, named: str | None) -> SessionReach:
+    """Whom a stateless session covers: every such request, from any process."""
+    if named is None:
+        return SessionReach(
+            device,
+            name,
+            "shared: no session key",
+            f"every stateless request of device {device} that declares {_client(name)} and"
+            f" sends no {SESSION_KEY_HEADER}, from any process",
+        )
+    return SessionReach(
+        device,
+        name,
+        f"session key {named}",
+        f"every stateless request of device {device} that declares {_client(name)} and"
+        f" sends {SESSION_KEY_HEADER}: {named}",
+    )
+
+
+def _client(name: str | None) -> str:
+    return f"client {name!r}" if name else "no client name"

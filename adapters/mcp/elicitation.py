@@ -3,7 +3,8 @@
 Only handshake-era connections carry server-to-client requests, and only clients that
 declared the elicitation capability are asked. The question offers exactly the answers
 the pipeline can record: approve once, approve for this session (when the request can be
-granted wider), or deny. Dismissing the question leaves the request to the command line.
+granted wider, the question says whom the session covers), or deny. Dismissing the
+question leaves the request to the command line.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ def elicitor_for(ctx: ServerRequestContext[Any, Any], caller: Caller) -> Elicito
             "required": ["decision"],
         }
         message = f"Approve {request.tool_name}: {request.summary}?"
+        if request.grant_key and caller.reach is not None:
+            message += f" ({SESSION!r} covers {caller.reach.covers}.)"
         result = await ctx.session.elicit_form(message, schema, ctx.request_id)
         if result.action == "decline":
             return ApprovalAnswer(verdict=ApprovalVerdict.REJECTED, decided_by=who)

@@ -1,10 +1,13 @@
 """The governed tools as an MCP server: every call goes through the dispatcher; adapter layer.
 
 Built on the SDK's low-level `Server`, so the schemas and results on the wire are exactly
-the pipeline's: the tool list is the calling session's policy-visible set, a call's text
-is the pipeline's one result, and a denial or correction comes back as a tool error
-carrying the presenter's instruction. Whether the call ran, and how its attempt ended, is
-in the result's `_meta` under `ledgerclaw/...`.
+the pipeline's: the tool list is the calling session's policy-visible set, each tool with
+the title and annotations of its definition; a call's text is the pipeline's one result,
+and a denial or correction comes back as a tool error carrying the presenter's
+instruction. Whether the call ran, and how its attempt ended, is in the result's `_meta`
+under `ledgerclaw/...`. A tool the session cannot see is a protocol error (`-32602`), as
+MCP specifies, though its attempt is journaled like any other; invalid arguments stay a
+tool error, so the model can correct them.
 """
 
 from __future__ import annotations
@@ -22,13 +25,15 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import TypeAdapter, ValidationError
 
-from adapters.daemon.approvals import CALL_ELICITOR
+from adapters.daemon.approvals import CALL_ELICITOR, CALL_PROGRESS
 from adapters.daemon.host import Caller, HostedSession, NotAdmittingError, SessionHost
 from adapters.mcp.callers import caller_of, has_connection
 from adapters.mcp.elicitation import elicitor_for
+from adapters.mcp.progress import progress_for
 from domain.errors import LedgerclawError
-from domain.session.values import SessionCloseReason
+from domain.session.values import DenialCategory, SessionCloseReason, ToolName
 from domain.tools.definition import ToolDefinition
 from domain.tools.result import ToolResult
 
@@ -40,7 +45,11 @@ INSTRUCTIONS = (
     " directory once set_working_directory declared one."
 )
 STOPPING = -32000
-INTERNAL_ERROR = -32603
+INVALID_PARAMS = types.INVALID_PARAMS
+INTERNAL_ERROR = types.INTERNAL_ERROR
+NAME_SHOWN = 128
+"""How much of an unknown tool's name the error repeats."""
+_TOOL_NAME: TypeAdapter[str] = TypeAdapter(ToolName)
 
 
 class GovernedServer(Server[Any]):
@@ -58,12 +67,39 @@ class GovernedServer(Server[Any]):
 
 
 def tool_of(definition: ToolDefinition) -> types.Tool:
-    """A pipeline tool definition as an MCP tool."""
+    """A pipeline tool definition as an MCP tool, annotated from the same definition."""
+    effects = definition.effects
     return types.Tool(
         name=definition.name,
+        title=definition.title,
         description=definition.description,
         input_schema=dict(definition.parameters),
+        annotations=types.ToolAnnotations(
+            title=definition.title,
+            read_only_hint=effects.read_only,
+            destructive_hint=effects.destructive,
+            idempotent_hint=effects.idempotent,
+            open_world_hint=effects.open_world,
+        ),
     )
+
+
+def unknown_tool(name: str, session_id: str, result: ToolResult | None = None) -> MCPError:
+    """The protocol error for a tool the session cannot see, naming its attempt if any."""
+    shown = name if len(name) <= NAME_SHOWN else name[:NAME_SHOWN] + "…"
+    data = {"ledgerclaw/session_id": session_id}
+    if result is not None:
+        data["ledgerclaw/attempt_id"] = str(result.attempt_id)
+    return MCPError(INVALID_PARAMS, f"Unknown tool: {shown}", data)
+
+
+def _journalable(name: str) -> bool:
+    """Whether the journal can record an attempt under this name."""
+    try:
+        _TOOL_NAME.validate_python(name)
+    except ValidationError:
+        return False
+    return True
 
 
 def result_of(result: ToolResult, session_id: str) -> types.CallToolResult:
@@ -110,18 +146,7 @@ def build_server(host: SessionHost, transport: str) -> GovernedServer:
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         hosted, caller = await hosted_for(ctx)
-        elicitor = elicitor_for(ctx, caller) if has_connection(caller) else None
-        token = CALL_ELICITOR.set(elicitor)
-        try:
-            result = await host.call(hosted, params.name, dict(params.arguments or {}))
-        except NotAdmittingError as error:
-            raise MCPError(STOPPING, str(error)) from None
-        except LedgerclawError as error:
-            log.warning("call %s failed in the daemon: %s", params.name, error)
-            raise MCPError(INTERNAL_ERROR, f"the call failed in the daemon: {error}") from None
-        finally:
-            CALL_ELICITOR.reset(token)
-        return result_of(result, str(hosted.session_id))
+        return await _call(host, hosted, caller, ctx, params)
 
     registry = host.dispatcher.tools.registry
 
@@ -140,6 +165,37 @@ def build_server(host: SessionHost, transport: str) -> GovernedServer:
         on_call_tool=on_call_tool,
         on_subscriptions_listen=ListenHandler(bus),
     )
+
+
+async def _call(
+    host: SessionHost,
+    hosted: HostedSession,
+    caller: Caller,
+    ctx: ServerRequestContext[Any, Any],
+    params: types.CallToolRequestParams,
+) -> types.CallToolResult:
+    """One `tools/call`: through the pipeline, with this request's elicitor and progress."""
+    name, session_id = params.name, str(hosted.session_id)
+    if not _journalable(name):
+        # No attempt can be recorded under a name the journal cannot hold.
+        raise unknown_tool(name, session_id)
+    elicitor = elicitor_for(ctx, caller) if has_connection(caller) else None
+    token = CALL_ELICITOR.set(elicitor)
+    progress = CALL_PROGRESS.set(progress_for(ctx))
+    try:
+        result = await host.call(hosted, name, dict(params.arguments or {}))
+    except NotAdmittingError as error:
+        raise MCPError(STOPPING, str(error)) from None
+    except LedgerclawError as error:
+        log.warning("call %s failed in the daemon: %s", name, error)
+        raise MCPError(INTERNAL_ERROR, f"the call failed in the daemon: {error}") from None
+    finally:
+        CALL_PROGRESS.reset(progress)
+        CALL_ELICITOR.reset(token)
+    if result.denial is DenialCategory.NOT_EXPOSED:
+        # Unregistered, or hidden from this session: either way not in its tool list.
+        raise unknown_tool(name, session_id, result)
+    return result_of(result, session_id)
 
 
 def _attach(

@@ -20,22 +20,26 @@ from typing import Any
 import orjson
 
 from adapters import wiring
-from adapters.errors import JournalBusyError, UnknownSessionError
+from adapters.errors import UnknownSessionError
 from adapters.home import Home
+from adapters.journal.failures import translated
 from adapters.journal.reader import JournalReader
 from adapters.projections.runner import Progress, ProjectionRunner, Status
 from domain.errors import LedgerclawError
-from domain.session.values import FileOperation
+from domain.session.values import DenialCategory, FileOperation
+from domain.tools.exposure import NO_SUCH_TOOL
+from projections.daily_stats import UNKNOWN_TOOL
+from projections.file_activity import SHELL_CANDIDATE
 from projections.model import Projection
 from projections.registry import ALL_PROJECTIONS, by_name
 
 DEFAULT_LIMIT = 50
 DECISIONS = ("pending", "allowed", "denied", "corrected", "not_run")
 """How an authorization attempt stands in `authorization_audit.decision`."""
-OPERATIONS = tuple(operation.value for operation in FileOperation)
-"""The file operations `file_activity.operation` records."""
+OPERATIONS = (*(operation.value for operation in FileOperation), SHELL_CANDIDATE)
+"""The operations `file_activity.operation` records: file operations, and shell candidates."""
 
-_JSON_COLUMNS = frozenset({"operations", "paths", "recent_files"})
+_JSON_COLUMNS = frozenset({"operations", "paths", "recent_files", "arguments", "bounded_arguments"})
 _EVENTS = (
     "(SELECT max(e.originator_version) FROM stored_events e"
     " WHERE e.originator_id = substr(s.session_id, instr(s.session_id, '_') + 1)) AS events"
@@ -243,13 +247,12 @@ class Audit:
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         uri = f"{self.home.database.as_uri()}?mode=ro"
-        try:
-            with closing(sqlite3.connect(uri, uri=True, timeout=5)) as db:
-                db.row_factory = sqlite3.Row
-                yield db
-        except sqlite3.OperationalError as error:
-            msg = f"cannot read the read models in {self.home.database}: {error}"
-            raise JournalBusyError(msg) from None
+        with (
+            translated(self.home.database, "reading its read models"),
+            closing(sqlite3.connect(uri, uri=True, timeout=5)) as db,
+        ):
+            db.row_factory = sqlite3.Row
+            yield db
 
     def _rows(self, sql: str, params: Sequence[Any], table: str, extra: Sequence[str] = ()) -> Rows:
         if not self.exists:
@@ -397,7 +400,8 @@ class Audit:
         where.add("ended_at IS NOT NULL")
         where.window(filters, "started_at")
         return self._rows(
-            "WITH ended AS (SELECT substr(started_at, 1, 10) AS day, tool,"  # noqa: S608 - fixed columns
+            "WITH ended AS (SELECT substr(started_at, 1, 10) AS day,"  # noqa: S608 - fixed columns
+            " CASE WHEN failure_category = ? AND detail = ? THEN ? ELSE tool END AS tool,"
             " CASE decision WHEN 'denied' THEN 'denied' WHEN 'corrected' THEN 'corrected'"
             " ELSE COALESCE(outcome, 'unknown') END AS outcome,"
             " duration_ms, decision, approval_asked, approval_verdict"
@@ -412,7 +416,13 @@ class Audit:
             " SUM(CASE approval_verdict WHEN 'approved' THEN 1 ELSE 0 END) AS approvals_granted,"
             " SUM(CASE approval_verdict WHEN 'expired' THEN 1 ELSE 0 END) AS approvals_timed_out"
             " FROM ranked GROUP BY day, tool, outcome ORDER BY day DESC, tool, outcome LIMIT ?",
-            [*where.params, filters.sql_limit],
+            [
+                DenialCategory.NOT_EXPOSED,
+                NO_SUCH_TOOL,
+                UNKNOWN_TOOL,
+                *where.params,
+                filters.sql_limit,
+            ],
             "daily_stats",
         )
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 import inspect
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, closing
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
@@ -23,6 +23,7 @@ import sqlite_utils
 from eventsourcing.persistence import StoredEvent
 
 from adapters.errors import JournalBusyError
+from adapters.journal.failures import refuse_if_damaged, translated
 from adapters.journal.mapper import CatalogMapper, OrjsonTranscoder
 from projections.model import Batch, Position, Projection
 
@@ -73,7 +74,7 @@ class ProjectionRunner:
         When every projection already stands at the head in its current version, nothing is
         written at all, so a query beside a busy writer needs no write lock.
         """
-        with _busy(self.database), closing(self._connect()) as db:
+        with self._guarded("catching up its projections"), closing(self._connect()) as db:
             stored = self._positions(db)
             head = self._head(db)
             current = all(stored.get(p.name) == (p.version, head) for p in self.projections)
@@ -85,7 +86,7 @@ class ProjectionRunner:
     def rebuild(self, names: Sequence[str] = (), progress: Progress | None = None) -> int:
         """Drop the named projections (all when none) and apply the whole log again."""
         chosen = [p for p in self.projections if not names or p.name in names]
-        with _busy(self.database), closing(self._connect()) as db:
+        with self._guarded("rebuilding its projections"), closing(self._connect()) as db:
             self._prepare(db)
             for projection in chosen:
                 self._reset(db, projection)
@@ -94,7 +95,7 @@ class ProjectionRunner:
 
     def status(self) -> list[Status]:
         """Each projection's stored version, position and lag behind the head of the log."""
-        with _busy(self.database), closing(self._connect()) as db:
+        with self._guarded("reading its projections' positions"), closing(self._connect()) as db:
             head = self._head(db)
             stored = self._positions(db)
         return [
@@ -109,6 +110,11 @@ class ProjectionRunner:
         ]
 
     # -- plumbing --------------------------------------------------------------------------
+
+    def _guarded(self, doing: str) -> AbstractContextManager[None]:
+        """Typed errors for a damaged or held file; a damaged one takes no more writes."""
+        refuse_if_damaged(self.database)
+        return translated(self.database, doing)
 
     def _connect(self) -> sqlite3.Connection:
         try:
@@ -283,22 +289,6 @@ class ProjectionRunner:
             raise
         db.execute("COMMIT")
         return False
-
-
-@contextmanager
-def _busy(database: Path) -> Iterator[None]:
-    """Report a locked or unwritable journal as a typed error, never a trace."""
-    try:
-        yield
-    except sqlite3.OperationalError as error:
-        text = str(error)
-        if not any(sign in text for sign in _BUSY_SIGNS):
-            raise  # a projection's own mistake, not the journal's state
-        msg = f"journal {database} is busy or unwritable: {text}"
-        raise JournalBusyError(msg) from None
-
-
-_BUSY_SIGNS = ("locked", "busy", "readonly", "unable to open", "disk I/O")
 
 
 Handler = Callable[[Any, Any, Position, Batch], None]

@@ -20,6 +20,7 @@ from typing import Any
 from adapters import wiring
 from adapters.errors import JournalBusyError
 from adapters.home import Home
+from adapters.journal.failures import translated
 from adapters.projections.queries import overall_progress
 from adapters.projections.runner import Progress, ProjectionRunner
 from projections.model import Projection, Table
@@ -102,18 +103,17 @@ def _align(live: ProjectionRunner, rebuilt: ProjectionRunner) -> None:
 
 def _compare(live: Path, rebuilt: Path, projections: Sequence[Projection]) -> list[Difference]:
     uri = f"{live.as_uri()}?mode=ro"
-    try:
-        with closing(sqlite3.connect(uri, uri=True, timeout=5)) as db:
-            db.execute("ATTACH DATABASE ? AS rebuilt", (f"{rebuilt.as_uri()}?mode=ro",))
-            differences: list[Difference] = []
-            for projection in projections:
-                for table in projection.tables:
-                    differences.extend(_compare_table(db, table))
-            db.execute("DETACH DATABASE rebuilt")
-            return differences
-    except sqlite3.OperationalError as error:
-        msg = f"cannot compare the read models in {live}: {error}"
-        raise JournalBusyError(msg) from None
+    with (
+        translated(live, "comparing its read models"),
+        closing(sqlite3.connect(uri, uri=True, timeout=5)) as db,
+    ):
+        db.execute("ATTACH DATABASE ? AS rebuilt", (f"{rebuilt.as_uri()}?mode=ro",))
+        differences: list[Difference] = []
+        for projection in projections:
+            for table in projection.tables:
+                differences.extend(_compare_table(db, table))
+        db.execute("DETACH DATABASE rebuilt")
+        return differences
 
 
 def _quoted(name: str) -> str:

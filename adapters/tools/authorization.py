@@ -8,7 +8,7 @@ base, every path, then approval (mode, reviewed-safe, standing grants, an approv
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,14 +25,17 @@ from domain.session.values import (
     DenialCategory,
     FileActivity,
     FileOperation,
+    InputProblem,
     OutcomeCategory,
     PolicyDecision,
+    RecordedArguments,
     RemediationCode,
     SessionKind,
     ToolCallRequest,
     ToolReceipt,
 )
-from domain.tools.exposure import Visibility
+from domain.tools.exposure import NO_SUCH_TOOL, Visibility
+from domain.tools.output import redact, redact_path
 from domain.tools.remediation import present
 from domain.tools.result import ToolResult
 
@@ -54,11 +57,20 @@ def _activity(path: str, operation: FileOperation) -> FileActivity | None:
         return None
 
 
-def _targets(plan: Plan) -> tuple[FileActivity, ...]:
-    """The decided paths of a plan: its bound targets, or the one that was denied."""
-    found = [_activity(t.path, t.operation) for t in plan.targets]
-    found.append(plan.denied_target)
-    return tuple(dict.fromkeys(t for t in found if t is not None))
+def _targets(plan: Plan, secrets: Iterable[str]) -> tuple[FileActivity, ...]:
+    """The decided paths of a plan (its bound targets, or the one denied), as journaled.
+
+    A path is redacted of exact secrets (a shell word is a path too: `echo TOKEN`).
+    """
+    found = [(t.path, t.operation) for t in plan.targets]
+    if plan.denied_target is not None:
+        found.append((plan.denied_target.path, plan.denied_target.operation))
+    recorded = (
+        _activity(shown, operation)
+        for path, operation in found
+        if (shown := redact_path(path, secrets)) is not None
+    )
+    return tuple(dict.fromkeys(t for t in recorded if t is not None))
 
 
 Views = Callable[[Audience, frozenset[str]], dict[str, Visibility]]
@@ -95,6 +107,10 @@ class DecodedCall:
     tool: Tool | None
     arguments: Any = None
     decode_error: str = ""
+    problems: tuple[InputProblem, ...] = ()
+    """For arguments that did not decode: each field and its message, redacted."""
+    recorded: RecordedArguments | None = None
+    """The arguments as the attempt's start records them."""
 
 
 class Authorization:
@@ -117,6 +133,8 @@ class Authorization:
         self.tool = decoded.tool
         self.arguments = decoded.arguments
         self.decode_error = decoded.decode_error
+        self.problems = decoded.problems
+        self.recorded = decoded.recorded
         self.can_ask = can_ask
 
     # -- the command -----------------------------------------------------------------------
@@ -124,7 +142,7 @@ class Authorization:
     def __call__(self, session: Session) -> Plan:
         """Start the attempt and record its decision on `session`."""
         run_id, attempt_id, call = self.run.run_id, self.attempt_id, self.call
-        session.start_attempt(run_id, attempt_id, call.call_id, call.name)
+        session.start_attempt(run_id, attempt_id, call.call_id, call.name, self.recorded)
         views = self.views(session.audience, session.loaded_tools)
         visible = frozenset(name for name, v in views.items() if v.in_request)
         context = (
@@ -139,13 +157,13 @@ class Authorization:
             loaded_tools=session.loaded_tools,
         )
         if self.decode_error:
-            receipt = ToolReceipt(outcome=OutcomeCategory.INVALID_INPUT)
+            receipt = ToolReceipt(outcome=OutcomeCategory.INVALID_INPUT, problems=self.problems)
             session.record_receipt(run_id, attempt_id, receipt)
             text = f"Invalid arguments for {call.name}: {self.decode_error}"
             return self._ended(plan, text, AttemptEnd.RECEIPT, outcome=receipt.outcome)
         view = views.get(call.name)
         if self.tool is None or view is None:
-            return self._deny(session, plan, DenialCategory.NOT_EXPOSED, "exposure", "no such tool")
+            return self._deny(session, plan, DenialCategory.NOT_EXPOSED, "exposure", NO_SUCH_TOOL)
         if not view.policy_visible:
             return self._deny(session, plan, DenialCategory.NOT_EXPOSED, "exposure", view.reason)
         if not view.in_request:
@@ -207,9 +225,14 @@ class Authorization:
             self.run.run_id,
             self.attempt_id,
             PolicyDecision.APPROVAL_REQUIRED,
-            rule=_short(f"approval required ({assessment.needs_approval or f'mode {mode}'})"),
+            rule=_short(
+                redact(
+                    f"approval required ({assessment.needs_approval or f'mode {mode}'})",
+                    self.policy.secrets,
+                )
+            ),
             approval_mode=mode,
-            targets=_targets(plan),
+            targets=_targets(plan, self.policy.secrets),
         )
         session.request_approval(
             self.run.run_id, self.attempt_id, request.summary, request.mode, request.grant_key
@@ -248,14 +271,18 @@ class Authorization:
         if subject is not None and where is not None:
             # Keyed by where the command really runs, not by how cwd was spelled.
             subject = f"{subject} (in {where})"
+        secrets = self.policy.secrets
         key = "" if forced else grant_key(call.name, subject)
+        if redact(key, secrets) != key:
+            # The journal keeps the key, so a key holding a secret is never made: once only.
+            key = ""
         summary = assessment.summary or f"{call.name} {', '.join(t.path for t in plan.targets)}"
         return ApprovalRequest(
             session_id=self.run.session_id,
             attempt_id=self.attempt_id,
             call_id=call.call_id,
             tool_name=call.name,
-            summary=summary[:2000],
+            summary=redact(summary, secrets)[:DETAIL_LIMIT],
             targets=tuple(target.path for target in plan.targets),
             mode=mode,
             grant_key=key,
@@ -264,6 +291,7 @@ class Authorization:
     # -- endings ---------------------------------------------------------------------------
 
     def _allow(self, session: Session, plan: Plan, rule: str) -> Plan:
+        rule = redact(rule, self.policy.secrets)
         session.evaluate_policy(
             self.run.run_id,
             self.attempt_id,
@@ -271,13 +299,14 @@ class Authorization:
             rule=_short(rule),
             detail=rule[:DETAIL_LIMIT] if len(rule) > RULE_LIMIT else "",
             approval_mode=plan.mode,
-            targets=_targets(plan),
+            targets=_targets(plan, self.policy.secrets),
         )
         return plan
 
     def _deny(
         self, session: Session, plan: Plan, category: DenialCategory, rule: str, detail: str
     ) -> Plan:
+        detail = redact(detail, self.policy.secrets)
         session.evaluate_policy(
             self.run.run_id,
             self.attempt_id,
@@ -286,7 +315,7 @@ class Authorization:
             detail=detail[:DETAIL_LIMIT],
             approval_mode=plan.mode,
             denial=category,
-            targets=_targets(plan),
+            targets=_targets(plan, self.policy.secrets),
         )
         text = f"Denied ({category}): {detail}"
         return self._ended(plan, text, AttemptEnd.DENIED, denial=category)

@@ -23,8 +23,10 @@ from domain.session.values import (
     DenialCategory,
     FileActivity,
     FileOperation,
+    InputProblem,
     OutcomeCategory,
     RemediationCode,
+    ShellRun,
 )
 from domain.shell.confinement import Confinement
 from domain.tools.definition import ToolDefinition
@@ -121,6 +123,10 @@ class ToolOutput(Value):
     remediation: RemediationCode | None = None
     loaded_tool: str | None = None
     confinement: Confinement | None = None
+    problems: tuple[InputProblem, ...] = ()
+    """For invalid input: the fields that were wrong and why (else the text's first line)."""
+    shell: ShellRun | None = None
+    """For a shell command that ran: what its receipt records of it."""
 
 
 class Tool(Protocol):

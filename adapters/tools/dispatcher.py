@@ -15,7 +15,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -36,19 +37,25 @@ from domain.ids import AttemptId, CallId, SpillId
 from domain.ports import Approver
 from domain.session.aggregate import Session
 from domain.session.values import (
+    INPUT_PROBLEMS_LIMIT,
+    RAN_OUTCOMES,
     ApprovalScope,
     ApprovalVerdict,
     AttemptEnd,
     AttemptStatus,
     Audience,
+    CancelReason,
     DenialCategory,
     FileOperation,
+    InputProblem,
     OutcomeCategory,
+    RecordedArguments,
     RemediationCode,
     SessionKind,
     ToolCallRequest,
     ToolReceipt,
 )
+from domain.tools.arguments import record_arguments
 from domain.tools.concurrency import batches
 from domain.tools.exposure import Visibility, exposure, visibility
 from domain.tools.output import bound, redact, spill_notice
@@ -87,9 +94,19 @@ class Dispatcher:
 
     # -- entry points ----------------------------------------------------------------------
 
-    async def call(self, run: RunScope, call: ToolCallRequest) -> ToolResult:
-        """Run one call through the whole pipeline; the one result it gets."""
-        decoded = self._decode(call)
+    async def call(
+        self,
+        run: RunScope,
+        call: ToolCallRequest,
+        *,
+        cancel_reason: Callable[[], CancelReason | None] | None = None,
+    ) -> ToolResult:
+        """Run one call through the whole pipeline; the one result it gets.
+
+        `cancel_reason` says, when the call is cancelled, who cancelled it; the caller
+        knows (a client, its session closing, the daemon stopping), the pipeline does not.
+        """
+        decoded = replace(self._decode(call), recorded=await self._record(run, call))
         can_ask = self.approver is not None and self.approver.available()
         authorization = Authorization(self.policy, self._views, run, decoded, can_ask=can_ask)
         plan = await self._write(run, authorization)
@@ -98,7 +115,8 @@ class Dispatcher:
         try:
             return await self._after_authorization(run, authorization, plan)
         except anyio.get_cancelled_exc_class():
-            await self._write(run, _cancel(run, decoded.attempt_id))
+            reason = cancel_reason() if cancel_reason is not None else None
+            await self._write(run, _cancel(run, decoded.attempt_id, reason))
             raise
         except Exception as error:
             # Whatever failed, the attempt must not stay open until its run ends, and the
@@ -153,12 +171,23 @@ class Dispatcher:
         try:
             arguments = tool.arguments.model_validate(call.arguments)
         except ValidationError as error:
-            problems = "; ".join(
-                f"{'.'.join(str(part) for part in e['loc']) or 'arguments'}: {e['msg']}"
-                for e in error.errors()
-            )
-            return DecodedCall(attempt_id, call, tool, decode_error=problems)
+            problems = _problems(error, self.policy.secrets)
+            text = "; ".join(f"{p.field}: {p.message}" for p in problems)
+            return DecodedCall(attempt_id, call, tool, decode_error=text, problems=problems)
         return DecodedCall(attempt_id, call, tool, arguments)
+
+    async def _record(self, run: RunScope, call: ToolCallRequest) -> RecordedArguments:
+        """The call's arguments as its attempt records them; bounded ones spilled whole first."""
+        recorded, whole = record_arguments(call.arguments, self.policy.secrets)
+        if whole is None:
+            return recorded
+        spill_id = SpillId.new()
+        try:
+            await anyio.to_thread.run_sync(write_spill, run.envelope.spills, spill_id, whole)
+        except OSError:
+            log.exception("the arguments of call %s could not be kept whole", call.call_id)
+            return recorded
+        return recorded.model_copy(update={"spill_id": spill_id})
 
     async def _after_authorization(
         self, run: RunScope, authorization: Authorization, plan: Plan
@@ -197,7 +226,7 @@ class Dispatcher:
             # An answer that arrives after the deadline is too late to count.
             answer = ApprovalAnswer(verdict=ApprovalVerdict.EXPIRED, decided_by="timeout")
         if answer is None:
-            detail = failure or "no one answered the approval request"
+            detail = redact(failure, self.policy.secrets) or "no one answered the approval request"
             await self._write(
                 run,
                 lambda s: s.deny_attempt(
@@ -228,10 +257,11 @@ class Dispatcher:
         after = [(t.path, t.real) for t in fresh.bound]
         if fresh.denied is None and not fresh.no_base and before == after:
             return fresh.bound
-        detail = (
+        detail = redact(
             fresh.denied.detail
             if fresh.denied is not None
-            else "a target resolves differently than when it was authorized"
+            else "a target resolves differently than when it was authorized",
+            self.policy.secrets,
         )
         attempt_id = authorization.attempt_id
         await self._write(
@@ -335,7 +365,7 @@ class Dispatcher:
                     "characters; the rest could not be kept]"
                 )
             text = f"{shown.inline}\n{notice}"
-        receipt = _receipt(output, spill_id)
+        receipt = _receipt(output, spill_id, self.policy.secrets)
         loaded = output.loaded_tool if receipt.outcome is OutcomeCategory.SUCCESS else None
 
         def record(session: Session) -> None:
@@ -369,11 +399,13 @@ class Dispatcher:
         return result  # noqa: RET504 - returned after the shield closes, as mypy needs
 
 
-def _cancel(run: RunScope, attempt_id: AttemptId) -> Callable[[Session], None]:
+def _cancel(
+    run: RunScope, attempt_id: AttemptId, reason: CancelReason | None = None
+) -> Callable[[Session], None]:
     def command(session: Session) -> None:
         attempt = session.attempts.get(attempt_id)
         if attempt is not None and attempt.status is not AttemptStatus.ENDED:
-            receipt = ToolReceipt(outcome=OutcomeCategory.CANCELLED)
+            receipt = ToolReceipt(outcome=OutcomeCategory.CANCELLED, cancel_reason=reason)
             session.record_receipt(run.run_id, attempt_id, receipt)
 
     return command
@@ -425,9 +457,10 @@ def _denied(request: ApprovalRequest, category: DenialCategory, detail: str) -> 
     )
 
 
-def _receipt(output: ToolOutput, spill_id: SpillId | None) -> ToolReceipt:
+def _receipt(output: ToolOutput, spill_id: SpillId | None, secrets: Iterable[str]) -> ToolReceipt:
     success = output.outcome is OutcomeCategory.SUCCESS
     correction = output.outcome is OutcomeCategory.RECOVERABLE_CORRECTION
+    invalid = output.outcome is OutcomeCategory.INVALID_INPUT
     return ToolReceipt(
         outcome=output.outcome,
         file_activity=output.file_activity if success else (),
@@ -437,7 +470,36 @@ def _receipt(output: ToolOutput, spill_id: SpillId | None) -> ToolReceipt:
         else None,
         spill_id=spill_id,
         confinement=output.confinement,
+        problems=(output.problems or _text_problem(output.text, secrets)) if invalid else (),
+        shell=output.shell if output.outcome in RAN_OUTCOMES else None,
     )
+
+
+def _text_problem(text: str, secrets: Iterable[str]) -> tuple[InputProblem, ...]:
+    """A tool's invalid-input text as the receipt's one problem, when it named no field."""
+    first = redact(text, secrets).strip().splitlines()
+    message = first[0] if first else "the tool found its input invalid"
+    return (InputProblem(field="arguments", message=message[:MESSAGE_LIMIT]),)
+
+
+FIELD_LIMIT = 200
+MESSAGE_LIMIT = 2000
+"""The journal's limits for an input problem's field and message."""
+
+
+def _problems(error: ValidationError, secrets: Iterable[str]) -> tuple[InputProblem, ...]:
+    """Each field that did not validate and its message, redacted, as the receipt keeps them."""
+    found = []
+    for problem in error.errors()[:INPUT_PROBLEMS_LIMIT]:
+        where = ".".join(str(part) for part in problem["loc"]) or "arguments"
+        field = redact(where, secrets)
+        found.append(
+            InputProblem(
+                field=field if len(field) <= FIELD_LIMIT else field[: FIELD_LIMIT - 1] + "…",
+                message=redact(problem["msg"], secrets)[:MESSAGE_LIMIT],
+            )
+        )
+    return tuple(found)
 
 
 def _classify(error: Exception) -> ToolOutput:

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from adapters.tools.base import Arguments, CallAssessment, PathTarget, ToolOutput, ToolRun
 from domain.session.values import FileOperation, OutcomeCategory, ToolName
-from domain.tools.definition import Concurrency, Loading, ToolDefinition
+from domain.tools.definition import Concurrency, Loading, ToolDefinition, ToolEffects
 from domain.tools.output import WINDOW_LIMIT
 
 MAX_CALL_ID = 128
@@ -42,6 +42,7 @@ class SetWorkingDirectory:
     arguments: ClassVar[type[Arguments]] = SetWorkingDirectoryArguments
     definition: ClassVar[ToolDefinition] = ToolDefinition(
         name="set_working_directory",
+        title="Set working directory",
         description=(
             "Set the project directory for this session. Later relative paths and shell "
             "commands without a cwd resolve against it. The directory must exist and lie "
@@ -50,6 +51,7 @@ class SetWorkingDirectory:
         parameters=SetWorkingDirectoryArguments.model_json_schema(),
         loading=Loading.CORE,
         concurrency=Concurrency.SEQUENTIAL,
+        effects=ToolEffects(read_only=False, destructive=False, idempotent=True, open_world=False),
     )
 
     def assess(self, arguments: SetWorkingDirectoryArguments) -> CallAssessment:
@@ -101,6 +103,7 @@ class ToolOutputRead:
     arguments: ClassVar[type[Arguments]] = ToolOutputReadArguments
     definition: ClassVar[ToolDefinition] = ToolDefinition(
         name="tool_output_read",
+        title="Read truncated output",
         description=(
             "Read more of an earlier tool result that was truncated. Pass the call_id from "
             "the truncation notice and a start offset; the reply ends with the range shown "
@@ -109,6 +112,7 @@ class ToolOutputRead:
         parameters=ToolOutputReadArguments.model_json_schema(),
         loading=Loading.CORE,
         concurrency=Concurrency.PARALLEL_SAFE,
+        effects=ToolEffects(read_only=True, destructive=False, idempotent=True, open_world=False),
     )
 
     def assess(self, arguments: ToolOutputReadArguments) -> CallAssessment:
@@ -144,6 +148,7 @@ class LoadTool:
     arguments: ClassVar[type[Arguments]] = LoadToolArguments
     definition: ClassVar[ToolDefinition] = ToolDefinition(
         name="load_tool",
+        title="Load tool",
         description=(
             "Make a deferred tool available: from the next model request on it is offered "
             "like any other tool. Loading grants nothing; every call is still authorized."
@@ -151,6 +156,7 @@ class LoadTool:
         parameters=LoadToolArguments.model_json_schema(),
         loading=Loading.CORE,
         concurrency=Concurrency.PARALLEL_SAFE,
+        effects=ToolEffects(read_only=False, destructive=False, idempotent=True, open_world=False),
     )
 
     def assess(self, arguments: LoadToolArguments) -> CallAssessment:

@@ -13,6 +13,7 @@ import os
 import posixpath
 import signal
 import stat
+import time
 from subprocess import DEVNULL, PIPE, STDOUT
 from typing import ClassVar
 
@@ -23,15 +24,18 @@ from pydantic import Field
 from adapters.sandbox.sandbox import Sandbox, SandboxRefusedError
 from adapters.tools.base import Arguments, CallAssessment, PathTarget, ToolOutput, ToolRun
 from domain.session.values import (
+    SHELL_CANDIDATES_LIMIT,
     ApprovalMode,
     Audience,
     DenialCategory,
     FileOperation,
+    InputProblem,
     OutcomeCategory,
+    ShellRun,
 )
 from domain.shell.policy import ShellPolicy, assess_command
-from domain.tools.definition import Concurrency, Loading, ToolDefinition
-from domain.tools.output import redact_cut
+from domain.tools.definition import Concurrency, Loading, ToolDefinition, ToolEffects
+from domain.tools.output import REDACTED, redact, redact_cut, redact_path
 
 SHELL = "/bin/sh"
 MAX_COMMAND = 65_536
@@ -45,6 +49,8 @@ DRAIN_GRACE = 2.0
 """Seconds to wait for the output pipe to close once the process group is gone."""
 READ_CHUNK = 65_536
 CWD_ARGUMENT = "cwd"
+REDACTED_PATH = f"/{REDACTED}"
+"""The working directory a receipt shows when redacting a secret leaves no canonical path."""
 
 
 DEFAULT_AUDIENCE = Audience.PERSONAL
@@ -111,6 +117,7 @@ class ShellExecute:
     arguments: ClassVar[type[Arguments]] = ShellArguments
     definition: ClassVar[ToolDefinition] = ToolDefinition(
         name="shell_execute",
+        title="Run shell command",
         description=(
             "Run a command with /bin/sh -c and return its combined stdout and stderr followed "
             "by a final line `exit code: N`. A non-zero exit code is reported, not raised. "
@@ -124,6 +131,7 @@ class ShellExecute:
         loading=Loading.CORE,
         concurrency=Concurrency.SEQUENTIAL,
         approval_mode=ApprovalMode.REQUEST,
+        effects=ToolEffects(read_only=False, destructive=True, idempotent=False, open_world=True),
     )
 
     def __init__(
@@ -195,7 +203,11 @@ class ShellExecute:
         problem = _not_a_directory(cwd.real)
         if problem is not None:
             outcome, text = problem
-            return ToolOutput(text=f"working directory {cwd.raw}: {text}", outcome=outcome)
+            invalid = outcome is OutcomeCategory.INVALID_INPUT
+            problems = (InputProblem(field=CWD_ARGUMENT, message=text),) if invalid else ()
+            return ToolOutput(
+                text=f"working directory {cwd.raw}: {text}", outcome=outcome, problems=problems
+            )
         timeout = self.timeout(arguments)
         try:
             confined = self.sandbox.confine(
@@ -212,6 +224,7 @@ class ShellExecute:
                 outcome=OutcomeCategory.ACCESS_DENIED,
             )
         capture = _Capture(CAPTURE_LIMIT, run.secrets)
+        started = time.monotonic()
         process = await anyio.open_process(
             confined.argv,
             stdin=DEVNULL,
@@ -232,8 +245,17 @@ class ShellExecute:
         finally:
             with anyio.CancelScope(shield=True):
                 await process.aclose()
+        facts = ShellRun(
+            command=redact(arguments.command, run.secrets),
+            cwd=redact_path(cwd.real, run.secrets) or REDACTED_PATH,
+            exit_code=code,
+            timed_out=code is None,
+            duration_ms=round((time.monotonic() - started) * 1000),
+            output_bytes=capture.total,
+            candidates=_candidates(run),
+        )
         return _report(capture, code, timeout).model_copy(
-            update={"confinement": confined.confinement}
+            update={"shell": facts, "confinement": confined.confinement}
         )
 
 
@@ -325,6 +347,14 @@ def _refusal_detail(reason: str) -> str:
         f"shell commands cannot be confined here: {reason}; the file tools still work, and "
         'an operator may set [tools.shell] sandbox = "best_effort" or "off" in config.toml'
     )
+
+
+def _candidates(run: ToolRun) -> tuple[str, ...]:
+    """The real paths the policy checked as writes, working directory first, redacted."""
+    cwd = run.targets[CWD_ARGUMENT].real
+    named = (t.real for name, t in run.targets.items() if name != CWD_ARGUMENT)
+    shown = (redact_path(path, run.secrets) for path in (cwd, *named))
+    return tuple(dict.fromkeys(p for p in shown if p is not None))[:SHELL_CANDIDATES_LIMIT]
 
 
 def _not_a_directory(real: str) -> tuple[OutcomeCategory, str] | None:

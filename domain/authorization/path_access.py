@@ -67,9 +67,9 @@ def decide_path(
 
     if facts.real is None or any(link.resolves_to is None for link in facts.links):
         return deny(DenialCategory.LINK_BOUNDARY, f"{path} cannot be resolved (a link loop)")
-    shielded = _protected_hit(facts, protected)
-    if shielded:
-        return deny(DenialCategory.PROTECTED_PATH, f"{path} is protected ({shielded})")
+    how = _protected_because(facts, protected)
+    if how is not None:
+        return deny(DenialCategory.PROTECTED_PATH, f"{path} is protected{how}")
     holding = [r for r in roots if is_within(path, r.path) or is_within(path, r.real)]
     granting = [r for r in holding if operation in r.operations]
     if not granting:
@@ -90,18 +90,25 @@ def decide_path(
     return deny(DenialCategory.LINK_BOUNDARY, problems[0])
 
 
-def _protected_hit(facts: PathFacts, protected: ProtectedPaths) -> str:
+def _protected_because(facts: PathFacts, protected: ProtectedPaths) -> str | None:
+    """How the path is protected, as the end of `… is protected`; None when it is not.
+
+    The path itself needs no explanation; a link, the real path, a protected tree or a hard
+    link each say how the path reaches something protected, once.
+    """
     places = [facts.canonical, facts.real or facts.canonical]
     places += [link.resolves_to for link in facts.links if link.resolves_to]
     for place in places:
         if place in protected.files:
-            return place
+            return "" if place == facts.canonical else f": it leads to {place}"
         for tree in protected.trees:
             if is_within(place, tree):
-                return tree
+                if place == facts.canonical:
+                    return f": it is inside {tree}"
+                return f": it leads to {place}, inside {tree}"
     if facts.identity is not None and facts.identity in protected.identities:
-        return "same file as a protected file"
-    return ""
+        return ": it is the same file as a protected file (a hard link)"
+    return None
 
 
 def _link_boundary_problem(facts: PathFacts, root: TrustedRoot) -> str:

@@ -48,6 +48,7 @@ from domain.session.values import (
     DenialCategory,
     FileActivity,
     PolicyDecision,
+    RecordedArguments,
     RemediationCode,
     RunEndReason,
     RunState,
@@ -205,19 +206,33 @@ class Session(Aggregate):
     # -- authorization attempts ------------------------------------------------------------
 
     def start_attempt(
-        self, run_id: RunId, attempt_id: AttemptId, call_id: CallId, tool_name: str
+        self,
+        run_id: RunId,
+        attempt_id: AttemptId,
+        call_id: CallId,
+        tool_name: str,
+        arguments: RecordedArguments | None = None,
     ) -> None:
-        """Open the authorization attempt of one tool call."""
+        """Open the authorization attempt of one tool call, with what it asked.
+
+        The arguments are recorded as given: redacting and bounding them is the caller's
+        part (`domain.tools.arguments.record_arguments`), since only it knows the secrets.
+        """
         self._require_writer(run_id)
         if attempt_id in self.attempts:
             msg = f"attempt {attempt_id} already started"
             raise errors.AttemptAlreadyStartedError(msg)
+        recorded = arguments or RecordedArguments()
+        # Without arguments given, the event says nothing about them rather than "none".
         self.trigger_event(
             AuthorizationAttemptStarted,
             run_id=run_id,
             attempt_id=attempt_id,
             call_id=call_id,
             tool_name=tool_name,
+            arguments=None if arguments is None else recorded.arguments,
+            bounded_arguments=recorded.bounded,
+            arguments_spill_id=recorded.spill_id,
         )
 
     def evaluate_policy(  # noqa: PLR0913 - one argument per recorded fact

@@ -15,19 +15,22 @@ from domain.session.values import (
     ApprovalScope,
     ApprovalVerdict,
     Audience,
+    CancelReason,
     ChatMessage,
     DenialCategory,
     FileActivity,
+    InputProblem,
     OutcomeCategory,
     PolicyDecision,
     RemediationCode,
     RunEndReason,
     SessionCloseReason,
     SessionKind,
+    ShellRun,
     ToolName,
 )
 from domain.shell.confinement import Confinement
-from domain.text import Detail, GrantKey, ShortText
+from domain.text import Detail, GrantKey, JsonArguments, ShortText, Text
 
 
 class SessionEvent(Aggregate.Event):
@@ -100,12 +103,19 @@ class AuthorizationAttemptStarted(SessionEvent):
     """Authorization of one tool call began."""
 
     TOPIC: ClassVar[str] = "ledgerclaw.session.attempt_started"
-    KEY_FIELDS = ("attempt_id", "call_id", "tool_name")
+    KEY_FIELDS = ("attempt_id", "call_id", "tool_name", "arguments", "bounded_arguments")
 
     run_id: RunId
     attempt_id: AttemptId
     call_id: CallId
     tool_name: ToolName
+    arguments: JsonArguments | None = None
+    """What the call asked, redacted and bounded (see `RecordedArguments`); None in journals
+    written before arguments were recorded."""
+    bounded_arguments: tuple[Text, ...] = ()
+    """JSON pointers of the argument values kept only as digest, size and head."""
+    arguments_spill_id: SpillId | None = None
+    """Where the whole redacted arguments are kept when some were bounded."""
 
 
 class PolicyEvaluated(SessionEvent):
@@ -188,6 +198,14 @@ class ToolReceiptRecorded(SessionEvent):
         "spill_id",
         "project_declaration",
         "file_activity",
+        "cancel_reason",
+        "problems",
+        "shell.command",
+        "shell.cwd",
+        "shell.exit_code",
+        "shell.timed_out",
+        "shell.duration_ms",
+        "shell.output_bytes",
     )
 
     run_id: RunId
@@ -199,6 +217,12 @@ class ToolReceiptRecorded(SessionEvent):
     spill_id: SpillId | None = None
     confinement: Confinement | None = None
     """The sandbox a shell command ran under (absent for other tools and older journals)."""
+    cancel_reason: CancelReason | None = None
+    """Why a cancelled call was cancelled; absent in receipts written before it was kept."""
+    problems: tuple[InputProblem, ...] = ()
+    """For invalid input: each field that was wrong and why."""
+    shell: ShellRun | None = None
+    """For a shell command that ran: its command, working directory, exit, duration, output."""
 
 
 class AttemptOutcomeMarkedUnknown(SessionEvent):

@@ -11,7 +11,7 @@ from domain.base import Value
 from domain.ids import AttemptId, CallId, RunId, SpillId
 from domain.paths import CanonicalPath
 from domain.shell.confinement import Confinement
-from domain.text import GrantKey, JsonArguments, ShortText, Text
+from domain.text import Detail, GrantKey, JsonArguments, ShortText, Text
 
 LAYOUT_VERSION_MAX = 1_000_000
 """Storage layout versions are small integers; anything larger is a mistake."""
@@ -19,6 +19,12 @@ RECENT_FILES_LIMIT = 20
 """How many recently used files the working context keeps."""
 RECENT_ATTEMPTS_LIMIT = 64
 """How many ended attempts a session's state keeps beside its open ones; the journal keeps all."""
+INPUT_PROBLEMS_LIMIT = 20
+"""How many problems an invalid-input receipt lists; the rest are left out."""
+SHELL_COMMAND_LIMIT = 262_144
+"""The longest command text a shell receipt holds (a redacted command may grow a little)."""
+SHELL_CANDIDATES_LIMIT = 256
+"""How many candidate paths a shell receipt lists."""
 
 ToolName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.\-/]{1,128}$")]
 
@@ -139,6 +145,21 @@ class OutcomeCategory(StrEnum):
     UNKNOWN = "unknown"
 
 
+class CancelReason(StrEnum):
+    """Why a call that had started was cancelled; its receipt's outcome is `cancelled`.
+
+    Receipts written before this vocabulary existed carry none, and neither does a call
+    cancelled from the command line (an interrupt), which also aborts its run.
+    """
+
+    CLIENT_CANCELLED = "client_cancelled"
+    """The client cancelled the request, timed out waiting for it, or hung up."""
+    SESSION_CLOSED = "session_closed"
+    """The call's session was closed (its client left, it was idle, its device revoked)."""
+    SHUTDOWN = "shutdown"
+    """The daemon or stdio server stopped before the call finished."""
+
+
 class FileOperation(StrEnum):
     """The authorization category requested for a path."""
 
@@ -197,6 +218,20 @@ NOT_RUN_OUTCOMES = frozenset({OutcomeCategory.INVALID_INPUT, OutcomeCategory.CAN
 """Outcomes a receipt may carry before an allow decision: the tool did not run."""
 
 
+class RecordedArguments(Value):
+    """A call's arguments as the journal keeps them: redacted of exact secrets, and bounded.
+
+    A value too large to keep whole is replaced by `{"sha256", "size", "head"}` (the digest
+    and UTF-8 size of its redacted text, and its first bytes); `bounded` lists the JSON
+    pointers of the values replaced that way, `""` when the whole arguments object was. The
+    whole redacted arguments then go to the spill named by `spill_id`, if it could be kept.
+    """
+
+    arguments: JsonArguments = Field(default_factory=dict)
+    bounded: tuple[Text, ...] = ()
+    spill_id: SpillId | None = None
+
+
 class ApprovalGrant(Value):
     """A standing approval: calls with this grant key skip the prompt.
 
@@ -215,6 +250,43 @@ class FileActivity(Value):
     operation: FileOperation
 
 
+class InputProblem(Value):
+    """Why one part of a call's input was invalid: the field (a dotted path) and the message."""
+
+    field: ShortText
+    message: Detail
+
+
+class ShellRun(Value):
+    """What one shell command was and how it ran, as its receipt records it.
+
+    `candidates` are the paths the shell policy checked as writes before the command ran (its
+    working directory first): what it may have changed, not proof that it changed anything.
+    """
+
+    command: Annotated[str, Field(max_length=SHELL_COMMAND_LIMIT)]
+    """The whole command text, redacted of exact secret values."""
+    cwd: CanonicalPath
+    exit_code: int | None
+    """None when the command did not exit by itself (it timed out); negative for a signal."""
+    timed_out: bool = False
+    duration_ms: int = Field(default=0, ge=0)
+    output_bytes: int = Field(default=0, ge=0)
+    """Bytes the command wrote to stdout and stderr, including any that were not kept."""
+    candidates: tuple[CanonicalPath, ...] = Field(default=(), max_length=SHELL_CANDIDATES_LIMIT)
+
+    @model_validator(mode="after")
+    def _check_exit(self) -> Self:
+        if self.timed_out != (self.exit_code is None):
+            msg = "a command that timed out, and only one, has no exit code"
+            raise ValueError(msg)
+        return self
+
+
+RAN_OUTCOMES = frozenset({OutcomeCategory.SUCCESS, OutcomeCategory.TRANSIENT_FAILURE})
+"""Outcomes of a shell command that started: it exited (success) or timed out."""
+
+
 class ToolReceipt(Value):
     """Trusted internal facts about one completed invocation attempt."""
 
@@ -225,6 +297,12 @@ class ToolReceipt(Value):
     spill_id: SpillId | None = None
     confinement: Confinement | None = None
     """The sandbox a shell command ran under; None for tools that start no process."""
+    cancel_reason: CancelReason | None = None
+    """For a cancelled call: who or what cancelled it, when that is known."""
+    problems: tuple[InputProblem, ...] = Field(default=(), max_length=INPUT_PROBLEMS_LIMIT)
+    """For invalid input: which fields were wrong and why."""
+    shell: ShellRun | None = None
+    """For a shell command that started: the command, where and how it ran."""
 
     @model_validator(mode="after")
     def _check_payload(self) -> Self:
@@ -235,6 +313,15 @@ class ToolReceipt(Value):
         correction = self.outcome is OutcomeCategory.RECOVERABLE_CORRECTION
         if correction != (self.remediation is not None):
             msg = "a recoverable correction, and only it, carries a remediation code"
+            raise ValueError(msg)
+        if self.cancel_reason is not None and self.outcome is not OutcomeCategory.CANCELLED:
+            msg = "only a cancelled receipt carries a cancel reason"
+            raise ValueError(msg)
+        if self.problems and self.outcome is not OutcomeCategory.INVALID_INPUT:
+            msg = "only an invalid-input receipt lists input problems"
+            raise ValueError(msg)
+        if self.shell is not None and self.outcome not in RAN_OUTCOMES:
+            msg = "only a receipt of a command that ran (success, or a timeout) has shell facts"
             raise ValueError(msg)
         return self
 

@@ -16,6 +16,11 @@ from domain.text import ShortText
 from domain.tools.definition import Loading, ToolDefinition
 from domain.tools.registry import ToolRegistry
 
+NO_SUCH_TOOL = "no such tool"
+"""The detail of a `not_exposed` denial whose name no tool is registered under; journals
+of every version carry exactly this text, so readers can tell a made-up name from a
+hidden tool."""
+
 
 class AudienceTools(Value):
     """The tools one audience may see: all registered (allow None) or a named set, minus deny."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from domain.base import Value
+from domain.paths import check_canonical
 
 REDACTED = "[redacted]"
 INLINE_LIMIT = 16_000
@@ -18,6 +19,21 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
         text = text.replace(secret, REDACTED)
     return text
+
+
+def redact_path(path: str, secrets: Iterable[str]) -> str | None:
+    """`path` redacted for a record that only reports it; None if that breaks its canonical form.
+
+    Only for copies nothing acts on (audit targets, shell candidates): a path that decides
+    anything (a project directory, a grant's directory) is kept exact.
+    """
+    redacted = redact(path, secrets)
+    if redacted == path:
+        return path
+    try:
+        return check_canonical(redacted)
+    except ValueError:
+        return None
 
 
 MIN_SECRET_PREFIX = 4

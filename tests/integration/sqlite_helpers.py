@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from contextlib import closing
 from datetime import UTC, datetime
@@ -98,3 +99,38 @@ def make_foreign_database(path: Path, application_id: int) -> None:
         conn.execute("CREATE TABLE notes (body TEXT)")
         conn.execute("INSERT INTO notes VALUES ('keep me')")
         conn.commit()
+
+
+def damage_root_page(path: Path, table: str = "stored_events") -> None:
+    """Overwrite the root page of `table` with garbage, after checkpointing the WAL into `path`.
+
+    This is the damage a torn write or a stray writer leaves: the schema still names the
+    table, but its first page is no B-tree page at all.
+    """
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        (root,) = conn.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)
+        ).fetchone()
+        (page_size,) = conn.execute("PRAGMA page_size").fetchone()
+    with path.open("r+b") as file:
+        file.seek((root - 1) * page_size)
+        file.write(b"\xde\xad\xbe\xef" * (page_size // 4))
+
+
+def sha256(path: Path) -> str:
+    """The sha256 of the file's bytes."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def companions(path: Path) -> list[str]:
+    """The names of the `-wal` and `-shm` files beside `path`."""
+    return sorted(p.name for p in path.parent.glob(path.name + "-*"))
+
+
+def table_names(path: Path) -> list[str]:
+    """The tables the schema of `path` names, read without creating anything beside it."""
+    uri = f"{path.as_uri()}?mode=ro&immutable=1"
+    with closing(sqlite3.connect(uri, uri=True)) as conn:
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return sorted(name for (name,) in rows)

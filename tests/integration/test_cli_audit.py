@@ -27,6 +27,7 @@ from adapters.tools.runs import end_run
 from cli import render
 from cli.app import app
 from domain.ids import AttemptId, SessionId
+from domain.session.values import ApprovalVerdict
 from tests.pipeline import approving, make_pipeline
 
 runner = CliRunner()
@@ -119,7 +120,7 @@ def test_audit_files_names_the_files_the_session_changed(story: Story) -> None:
     assert [str(story.read)] == [row["attempt_id"] for row in reads]
     code, out, _ = invoke("audit", "files", "--session", str(story.session_id))
     assert 0 == code
-    assert "2 file activity records" in out
+    assert "4 file activity records" in out
     assert "write_file" in out
 
 
@@ -127,8 +128,22 @@ def test_audit_files_filters_paths_by_glob(story: Story) -> None:
     """`--path` is an SQLite GLOB over the recorded paths."""
     assert story.session_id
     assert 2 == len(as_json("audit", "files", "--path", "*/notes.txt"))
-    assert [] == as_json("audit", "files", "--path", "*/made.txt")
+    made = as_json("audit", "files", "--path", "*/made.txt")
+    assert [("shell_candidate", "shell_execute")] == [(r["operation"], r["tool"]) for r in made]
     assert [] == as_json("audit", "files", "--path", "*/NOTES.txt")
+
+
+def test_audit_files_shows_the_paths_a_shell_command_was_checked_for(story: Story) -> None:
+    """The shell's checked paths are `shell_candidate` rows, never `write` ones."""
+    candidates = as_json("audit", "files", "--operation", "shell_candidate")
+    expected = [canonical(story.workspace / "made.txt"), canonical(story.workspace)]
+    assert sorted(expected) == sorted(row["path"] for row in candidates)
+    assert {str(story.approved)} == {row["attempt_id"] for row in candidates}
+    writes = as_json("audit", "files", "--operation", "write")
+    assert [] == [row for row in writes if row["tool"] == "shell_execute"]
+    code, out, _ = invoke("audit", "files", "--operation", "shell_candidate")
+    assert 0 == code
+    assert "shell_candidate" in out
 
 
 def test_audit_attempts_shows_which_calls_were_denied_and_why(story: Story) -> None:
@@ -161,7 +176,24 @@ def test_audit_attempts_shows_who_approved_what(story: Story) -> None:
     assert [str(story.approved)] == [r["attempt_id"] for r in decided]
     code, out, _ = invoke("audit", "attempts", "--tool", "shell_execute")
     assert 0 == code
-    assert "approved by test operator" in words(out)
+    assert "approved once by test operator" in words(out)
+
+
+def test_a_rejected_approval_is_said_once_in_the_audit(home: Path) -> None:
+    """A rejected call shows its category and who rejected it, without repeating either."""
+    pipeline = make_pipeline(home.parent, approver=approving(ApprovalVerdict.REJECTED))
+    try:
+        result = anyio.run(lambda: pipeline.call("shell_execute", command="touch no.txt"))
+        assert "denied" == result.end
+        end_run(pipeline.journal, pipeline.run)
+    finally:
+        pipeline.close()
+
+    code, out, _ = invoke("audit", "attempts", "--tool", "shell_execute")
+
+    assert 0 == code
+    assert "approval_rejected; rejected by test operator" in words(out)
+    assert 1 == words(out).count("test operator")
 
 
 def test_audit_attempts_are_newest_first_and_filter_by_path(story: Story) -> None:
@@ -260,6 +292,30 @@ def test_stats_daily_for_one_session_matches_the_kept_statistics(story: Story) -
     everyone = as_json("stats", "daily")
     mine = as_json("stats", "daily", "--session", story.session_id.hex[:8])
     assert everyone == mine
+
+
+def test_stats_daily_counts_made_up_tool_names_in_one_row(home: Path) -> None:
+    """Two unregistered names are one `(unknown)` row; `audit attempts` keeps each name."""
+    pipeline = make_pipeline(home.parent)
+    try:
+
+        async def drive() -> None:
+            for name in ("shel_execute", "read_fiel"):
+                assert "denied" == (await pipeline.call(name)).end
+            assert "receipt" == (await pipeline.call("read_file", path="missing.txt")).end
+
+        anyio.run(drive)
+        end_run(pipeline.journal, pipeline.run)
+        session = pipeline.run.session_id.hex[:8]
+    finally:
+        pipeline.close()
+    rows = as_json("stats", "daily")
+    assert [("(unknown)", "denied", 2, 2), ("read_file", "not_found", 1, 0)] == [
+        (row["tool"], row["outcome"], row["calls"], row["denials"]) for row in rows
+    ]
+    assert rows == as_json("stats", "daily", "--session", session)
+    names = {row["tool"] for row in as_json("audit", "attempts")}
+    assert {"shel_execute", "read_fiel", "read_file"} == names
 
 
 # -- output shapes -----------------------------------------------------------------------------

@@ -65,13 +65,22 @@ def caught_up(pipeline: Pipeline) -> ProjectionRunner:
 
 @pytest.mark.anyio
 async def test_file_activity_says_which_files_the_session_changed(pipeline: Pipeline) -> None:
-    """The written file is listed once, with the tool that wrote it; reads are separate."""
+    """The written file is listed once, with the tool that wrote it; reads are separate.
+
+    The command that ran adds the paths it was checked for, as shell candidates.
+    """
     caught_up(pipeline)
-    notes = str(pipeline.workspace.resolve() / "notes.txt")
-    expected = [(notes, "write", "write_file"), (notes, "read", "read_file")]
+    workspace = pipeline.workspace.resolve()
+    notes = str(workspace / "notes.txt")
+    expected = [
+        (notes, "write", "write_file"),
+        (notes, "read", "read_file"),
+        (str(workspace), "shell_candidate", "shell_execute"),
+        (str(workspace / "made.txt"), "shell_candidate", "shell_execute"),
+    ]
     assert expected == query(
         pipeline,
-        "SELECT path, operation, tool FROM file_activity WHERE session_id = ? ORDER BY at",
+        "SELECT path, operation, tool FROM file_activity WHERE session_id = ? ORDER BY at, rowid",
         pipeline.run.session_id,
     )
     assert [] == query(pipeline, "SELECT * FROM file_activity_attempts")
@@ -200,7 +209,7 @@ async def test_a_projection_added_later_catches_up_alone(pipeline: Pipeline) -> 
 class AuthorizationAuditV2(AuthorizationAudit):
     """The audit with a new version number, as after a change of its shape."""
 
-    version = 2
+    version = AuthorizationAudit.version + 1
 
 
 @pytest.mark.anyio
@@ -217,6 +226,7 @@ async def test_a_new_version_rebuilds_the_projection_from_the_start(pipeline: Pi
     rebuilt = ProjectionRunner(pipeline.home.database, bumped)
     assert head == rebuilt.catch_up()
     assert expected == query(pipeline, "SELECT * FROM authorization_audit ORDER BY attempt_id")
-    assert [(2, 2)] == [
+    bumped_version = AuthorizationAuditV2.version
+    assert [(bumped_version, bumped_version)] == [
         (s.version, s.stored_version) for s in rebuilt.status() if s.name == "authorization_audit"
     ]

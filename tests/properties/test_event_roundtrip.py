@@ -24,7 +24,12 @@ from domain.devices.aggregate import DeviceRegistry
 from domain.devices.events import DeviceRegistryCreated
 from domain.ids import CallId, RunId
 from domain.session.aggregate import Session
-from domain.session.events import MessageAppended, SessionOpened
+from domain.session.events import (
+    AuthorizationAttemptStarted,
+    MessageAppended,
+    SessionOpened,
+    ToolReceiptRecorded,
+)
 from domain.session.values import ChatMessage, MessageRole, ToolCallRequest
 from tests import strategies
 
@@ -114,6 +119,41 @@ def test_created_events_store_the_aggregate_journal_name(event: DomainEvent) -> 
     state = json.loads(MAPPER.to_stored_event(event).state)
 
     assert CREATED_EVENTS[type(event)].JOURNAL_NAME == state["originator_topic"]
+
+
+# -- fields added later ---------------------------------------------------------------------
+
+ADDED_FIELDS: dict[type[DomainEvent], tuple[str, ...]] = {
+    AuthorizationAttemptStarted: ("arguments", "bounded_arguments", "arguments_spill_id"),
+    ToolReceiptRecorded: ("problems", "shell"),
+}
+"""Fields added with a default after journals were written; old rows lack them."""
+
+
+@pytest.mark.parametrize("event_type", list(ADDED_FIELDS), ids=lambda t: t.__name__)
+@given(data=st.data())
+def test_a_row_written_before_a_field_was_added_decodes_with_its_default(
+    event_type: type[DomainEvent], data: st.DataObject
+) -> None:
+    """A stored state without the added fields reads back as the event with their defaults."""
+    event = data.draw(strategies.events_of(event_type))
+    added = ADDED_FIELDS[event_type]
+    state = orjson.loads(MAPPER.to_stored_event(event).state)
+    old = {key: value for key, value in state.items() if key not in added}
+
+    decoded = MAPPER.to_domain_event(_stored_with(event, state=orjson.dumps(old)))
+
+    defaults = {name: event_type.model_fields[name].get_default() for name in added}
+    assert event.model_copy(update=defaults) == decoded
+
+
+@given(event=strategies.events_of(AuthorizationAttemptStarted))
+def test_recorded_arguments_survive_the_mapper_exactly(event: AuthorizationAttemptStarted) -> None:
+    """The arguments an attempt recorded read back equal, key order and all."""
+    decoded = _round_trip(event)
+
+    assert isinstance(decoded, AuthorizationAttemptStarted)
+    assert orjson.dumps(event.arguments) == orjson.dumps(decoded.arguments)
 
 
 # -- snapshots ----------------------------------------------------------------------------

@@ -105,6 +105,42 @@ def test_denials_carry_their_category(
     assert decision.detail
 
 
+@pytest.mark.parametrize(
+    ("found", "expected"),
+    [
+        (
+            facts("/home/me/.ledgerclaw/ledgerclaw.db"),
+            "/home/me/.ledgerclaw/ledgerclaw.db is protected",
+        ),
+        (
+            facts("/home/me/.ledgerclaw/keys/id"),
+            "/home/me/.ledgerclaw/keys/id is protected: it is inside /home/me/.ledgerclaw/keys",
+        ),
+        (
+            facts("/work/db", "/home/me/.ledgerclaw/ledgerclaw.db"),
+            "/work/db is protected: it leads to /home/me/.ledgerclaw/ledgerclaw.db",
+        ),
+        (
+            facts("/work/k", "/home/me/.ledgerclaw/keys/id"),
+            (
+                "/work/k is protected: it leads to /home/me/.ledgerclaw/keys/id,"
+                " inside /home/me/.ledgerclaw/keys"
+            ),
+        ),
+        (
+            facts("/work/hardlink", identity="1:99"),
+            "/work/hardlink is protected: it is the same file as a protected file (a hard link)",
+        ),
+    ],
+    ids=["the-file-itself", "inside-a-tree", "link-to-a-file", "link-into-a-tree", "hard-link"],
+)
+def test_a_protected_path_says_once_how_it_is_protected(found: PathFacts, expected: str) -> None:
+    """The path is named once; only a link, a tree or a hard link adds how it is reached."""
+    decision = decide(found)
+    assert isinstance(decision, PathDenied)
+    assert expected == decision.detail
+
+
 def test_a_read_only_root_names_itself_in_the_denial() -> None:
     """A write under a read-only root says which root refused it."""
     decision = decide(facts("/docs/a.md"), WRITE)

@@ -11,6 +11,7 @@ from uuid import UUID
 
 import pytest
 import sqlite_utils
+from pydantic import JsonValue
 
 from domain.base import DomainEvent
 from domain.devices.aggregate import DeviceRegistry
@@ -24,18 +25,22 @@ from domain.session.values import (
     DenialCategory,
     FileActivity,
     FileOperation,
+    InputProblem,
     OutcomeCategory,
     PolicyDecision,
+    RecordedArguments,
     RemediationCode,
     RunEndReason,
     SessionCloseReason,
     SessionKind,
+    ShellRun,
     ToolReceipt,
 )
+from domain.tools.exposure import NO_SUCH_TOOL
 from projections import registry
 from projections.authorization_audit import AuthorizationAudit
 from projections.catalog import SessionCatalog
-from projections.daily_stats import DailyStats
+from projections.daily_stats import UNKNOWN_TOOL, DailyStats
 from projections.devices import DeviceList
 from projections.file_activity import FileActivityLog
 from projections.model import Batch, Position, Projection
@@ -312,6 +317,99 @@ def test_calls_that_did_not_succeed_log_no_file_and_leave_no_helper_row() -> Non
     assert ([], []) == (rows(db, "file_activity"), rows(db, "file_activity_attempts"))
 
 
+SHELL_RUN = ShellRun(
+    command="touch notes.txt",
+    cwd=PROJECT,
+    exit_code=0,
+    duration_ms=7,
+    output_bytes=3,
+    candidates=(PROJECT, NOTES),
+)
+
+
+def shell_started(attempt: AttemptId, command: JsonValue = "touch notes.txt") -> Command:
+    """Start a shell attempt on RUN whose recorded arguments hold `command`."""
+    recorded = RecordedArguments(arguments={"command": command})
+    call = CallId(f"call_{attempt.hex[-2:]}")
+    return lambda s: s.start_attempt(RUN, attempt, call, "shell_execute", recorded)
+
+
+@pytest.mark.parametrize(
+    "outcome", [OutcomeCategory.SUCCESS, OutcomeCategory.TRANSIENT_FAILURE], ids=str
+)
+def test_a_shell_command_logs_the_paths_it_was_checked_for_as_candidates(
+    outcome: OutcomeCategory,
+) -> None:
+    """Its working directory and named paths are shell_candidate rows, never writes."""
+    timed_out = outcome is OutcomeCategory.TRANSIENT_FAILURE
+    facts = SHELL_RUN.model_copy(
+        update={"timed_out": timed_out, "exit_code": None if timed_out else 0}
+    )
+    timeline = (
+        Timeline()
+        .at(1, shell_started(A1), allowed(A1, "reviewed-safe: touch"))
+        .at(2, receipt(A1, ToolReceipt(outcome=outcome, shell=facts)))
+    )
+    db = project(FileActivityLog(), *split(timeline.events, 1))
+    expected = [
+        (PROJECT, "shell_candidate", "shell_execute"),
+        (NOTES, "shell_candidate", "shell_execute"),
+    ]
+    assert expected == [(r["path"], r["operation"], r["tool"]) for r in rows(db, "file_activity")]
+
+
+def test_the_audit_row_of_a_shell_call_has_its_arguments_command_and_how_it_ran() -> None:
+    """The start gives the arguments and the command; the receipt the directory, exit, size."""
+    timeline = (
+        Timeline()
+        .at(1, shell_started(A1), allowed(A1, "reviewed-safe: touch"))
+        .at(2, receipt(A1, ToolReceipt(outcome=OutcomeCategory.SUCCESS, shell=SHELL_RUN)))
+    )
+    [row] = audit(timeline)
+    assert {
+        "arguments": '{"command":"touch notes.txt"}',
+        "command": "touch notes.txt",
+        "shell_cwd": PROJECT,
+        "shell_exit_code": 0,
+        "shell_timed_out": 0,
+        "shell_duration_ms": 7,
+        "shell_output_bytes": 3,
+    } == {key: row[key] for key in ("arguments", "command")} | {
+        key: row[key] for key in row if key.startswith("shell_")
+    }
+
+
+def test_a_bounded_command_argument_shows_its_head_until_a_receipt_gives_it_whole() -> None:
+    """A denied command too long to record whole is known by its first bytes."""
+    head = {"sha256": "ab" * 32, "size": 5000, "head": "echo aaaa"}
+    timeline = Timeline().at(
+        1,
+        shell_started(A1, head),
+        lambda s: s.evaluate_policy(
+            RUN, A1, PolicyDecision.DENY, rule="tool policy", denial=DenialCategory.SHELL_POLICY
+        ),
+    )
+    [row] = audit(timeline)
+    assert ("echo aaaa…", "denied") == (row["command"], row["decision"])
+
+
+def test_the_audit_row_of_invalid_input_names_each_field_and_message() -> None:
+    """An invalid-input receipt's problems become the row's detail."""
+    problems = (
+        InputProblem(field="path", message="Field required"),
+        InputProblem(field="limit", message="Input should be a valid integer"),
+    )
+    invalid = ToolReceipt(outcome=OutcomeCategory.INVALID_INPUT, problems=problems)
+    timeline = Timeline().at(1, started(A1), receipt(A1, invalid))
+    [row] = audit(timeline)
+    expected = "path: Field required; limit: Input should be a valid integer"
+    assert (expected, "not_run", "invalid_input") == (
+        row["detail"],
+        row["decision"],
+        row["outcome"],
+    )
+
+
 # -- devices -------------------------------------------------------------------------------
 
 
@@ -374,6 +472,15 @@ def audited(attempt: AttemptId, tool: str = "read_file", **changes: Any) -> dict
         "started_at": iso(1),
         "ended_at": None,
         "duration_ms": None,
+        "arguments": None,
+        "bounded_arguments": None,
+        "arguments_spill_id": None,
+        "command": None,
+        "shell_cwd": None,
+        "shell_exit_code": None,
+        "shell_timed_out": None,
+        "shell_duration_ms": None,
+        "shell_output_bytes": None,
     } | changes
 
 
@@ -701,6 +808,38 @@ def test_a_group_is_recomputed_when_a_later_batch_ends_another_call() -> None:
     assert [stat("read_file", "success", 1000.0, 3000.0)] == rows(
         project(DailyStats(), first, second), "daily_stats"
     )
+
+
+def not_exposed(attempt: AttemptId, detail: str) -> Command:
+    """Deny `attempt` at the exposure step, as the pipeline does, for `detail`."""
+    return lambda s: s.evaluate_policy(
+        RUN,
+        attempt,
+        PolicyDecision.DENY,
+        rule="exposure",
+        detail=detail,
+        denial=DenialCategory.NOT_EXPOSED,
+    )
+
+
+def test_made_up_tool_names_share_one_row_and_keep_their_names_in_the_audit() -> None:
+    """Two unregistered names count as `(unknown)`; a hidden real tool keeps its own row."""
+    timeline = (
+        Timeline()
+        .at(0, started(A1, "shel_execute"), not_exposed(A1, NO_SUCH_TOOL))
+        .at(1, started(A2, "read_fiel"))
+        .at(1.5, not_exposed(A2, NO_SUCH_TOOL))
+        .at(2, started(A3, "shell_execute"))
+        .at(2.25, not_exposed(A3, "denied for public sessions"))
+    )
+    db = project(DailyStats(), *split(timeline.events, 3))
+    expected = [
+        stat(UNKNOWN_TOOL, "denied", 0.0, 500.0, denials=2),
+        stat("shell_execute", "denied", 250.0, denials=1),
+    ]
+    assert expected == rows(db, "daily_stats")
+    audited_tools = [row["tool"] for row in audit(timeline)]
+    assert ["shel_execute", "read_fiel", "shell_execute"] == audited_tools
 
 
 # -- the registry --------------------------------------------------------------------------

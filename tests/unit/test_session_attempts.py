@@ -32,6 +32,7 @@ from domain.session.values import (
     AttemptEnd,
     AttemptStatus,
     Audience,
+    CancelReason,
     DenialCategory,
     FileActivity,
     FileOperation,
@@ -338,6 +339,7 @@ def activity(path: str) -> FileActivity:
             "outcome": OutcomeCategory.SUCCESS,
             "file_activity": ({"path": "a", "operation": "read"},),
         },
+        {"outcome": OutcomeCategory.SUCCESS, "cancel_reason": CancelReason.CLIENT_CANCELLED},
     ],
     ids=[
         "failure-with-files",
@@ -346,6 +348,7 @@ def activity(path: str) -> FileActivity:
         "success-with-remediation",
         "not-found-with-remediation",
         "relative-path",
+        "success-with-cancel-reason",
     ],
 )
 def test_tool_receipt_rejects_an_inconsistent_payload(fields: dict[str, Any]) -> None:
@@ -464,6 +467,20 @@ def test_a_receipt_that_says_the_tool_did_not_run_needs_no_allow(outcome: Outcom
     new = when(given, lambda s: s.record_receipt(RUN, ATTEMPT, ToolReceipt(outcome=outcome)))
     assert [ToolReceiptRecorded] == kinds(new)
     assert outcome == after(given, new).attempts[ATTEMPT].outcome
+
+
+def test_a_cancelled_receipt_records_who_cancelled_it_and_old_ones_decode_without() -> None:
+    """The reason travels into the event; a receipt stored before reasons existed has none."""
+    given = history(writer(), attempt_started())
+    cancelled = ToolReceipt(
+        outcome=OutcomeCategory.CANCELLED, cancel_reason=CancelReason.CLIENT_CANCELLED
+    )
+    [event] = when(given, lambda s: s.record_receipt(RUN, ATTEMPT, cancelled))
+    assert isinstance(event, ToolReceiptRecorded)
+    assert CancelReason.CLIENT_CANCELLED == event.cancel_reason
+    stored = event.model_dump(mode="json")
+    del stored["cancel_reason"]
+    assert ToolReceiptRecorded.model_validate(stored).cancel_reason is None
 
 
 def test_loading_a_tool_schema_is_recorded_once() -> None:

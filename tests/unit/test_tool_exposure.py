@@ -7,7 +7,7 @@ import pytest
 from domain.ids import CallId
 from domain.session.values import ApprovalMode, Audience, ToolCallRequest
 from domain.tools.concurrency import batches
-from domain.tools.definition import Concurrency, Loading, ToolDefinition
+from domain.tools.definition import Concurrency, Loading, ToolDefinition, ToolEffects
 from domain.tools.errors import DuplicateToolError, UnknownToolError
 from domain.tools.exposure import AudienceTools, ExposurePolicy, exposure, request_tools
 from domain.tools.registry import ToolRegistry
@@ -28,6 +28,29 @@ REGISTRY = ToolRegistry(
         tool("web_fetch", feature_gates=frozenset({"web"})),
     ]
 )
+
+
+def test_a_tool_that_declares_no_effects_is_taken_at_its_most_cautious() -> None:
+    """No declaration means: may destroy, unsafe to repeat, open world, as MCP's defaults."""
+    effects = tool("anything").effects
+    assert (False, True, False, True) == (
+        effects.read_only,
+        effects.destructive,
+        effects.idempotent,
+        effects.open_world,
+    )
+
+
+@pytest.mark.parametrize(
+    "facts",
+    [{"destructive": True, "idempotent": True}, {"destructive": False, "idempotent": False}],
+)
+def test_a_read_only_tool_cannot_also_destroy_or_be_unsafe_to_repeat(
+    facts: dict[str, bool],
+) -> None:
+    """Contradictory hints are refused where the tool is defined."""
+    with pytest.raises(ValueError, match="read-only"):
+        ToolEffects(read_only=True, open_world=False, **facts)
 
 
 def test_a_second_tool_with_the_same_name_is_refused() -> None:

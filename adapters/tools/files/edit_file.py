@@ -20,7 +20,7 @@ from adapters.tools.base import (
 from adapters.tools.files.atomic import atomic_replace, named_link_refusal, read_bounded, refusal
 from adapters.tools.files.revision import revision_of
 from domain.session.values import FileOperation, OutcomeCategory, RemediationCode
-from domain.tools.definition import ToolDefinition
+from domain.tools.definition import ToolDefinition, ToolEffects
 
 MAX_EDIT_BYTES = 10 * 1024 * 1024
 """Files, and edit results, larger than this are refused."""
@@ -49,6 +49,7 @@ class EditFile:
 
     definition: ClassVar[ToolDefinition] = ToolDefinition(
         name="edit_file",
+        title="Edit file",
         description=(
             "Replace `old_text` with `new_text` in a UTF-8 text file. `old_text` must match "
             "the file exactly (whitespace included) and occur exactly once, unless "
@@ -58,6 +59,7 @@ class EditFile:
             "of replacements and the new revision."
         ),
         parameters=EditFileArguments.model_json_schema(),
+        effects=ToolEffects(read_only=False, destructive=True, idempotent=True, open_world=False),
     )
     arguments: ClassVar[type[Arguments]] = EditFileArguments
 

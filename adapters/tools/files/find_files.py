@@ -25,7 +25,7 @@ from adapters.tools.files.cancel import stop_if_cancelled
 from adapters.tools.files.globbing import compile_glob, glob_problem, printable
 from domain.authorization.path_access import PathAccessDecision, PathAllowed
 from domain.session.values import FileOperation, OutcomeCategory
-from domain.tools.definition import Concurrency, Loading, ToolDefinition
+from domain.tools.definition import Concurrency, Loading, ToolDefinition, ToolEffects
 
 MAX_ENTRIES = 100_000
 """One search visits at most this many directory entries."""
@@ -118,6 +118,7 @@ class FindFiles:
 
     definition: ClassVar[ToolDefinition] = ToolDefinition(
         name="find_files",
+        title="Find files",
         description=(
             "Find files (and links) below a directory whose path relative to it matches a "
             "glob. Returns the matching relative paths, sorted, one per line. Directories are "
@@ -127,6 +128,7 @@ class FindFiles:
         parameters=FindFilesArguments.model_json_schema(),
         loading=Loading.DEFERRED,
         concurrency=Concurrency.PARALLEL_SAFE,
+        effects=ToolEffects(read_only=True, destructive=False, idempotent=True, open_world=False),
     )
     arguments: ClassVar[type[Arguments]] = FindFilesArguments
 

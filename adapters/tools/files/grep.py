@@ -34,7 +34,7 @@ from adapters.tools.files.find_files import (
 )
 from adapters.tools.files.globbing import compile_glob, glob_problem, printable
 from domain.session.values import FileOperation, OutcomeCategory
-from domain.tools.definition import Concurrency, ToolDefinition
+from domain.tools.definition import Concurrency, ToolDefinition, ToolEffects
 from domain.tools.output import redact_cut
 
 SEARCH_SECONDS = 10.0
@@ -88,6 +88,7 @@ class Grep:
 
     definition: ClassVar[ToolDefinition] = ToolDefinition(
         name="grep",
+        title="Search file contents",
         description=(
             "Search for a Python regular expression, line by line, in a file or in every file "
             "below a directory. Returns `relative/path:line: text` per matching line (text cut "
@@ -97,6 +98,7 @@ class Grep:
         ),
         parameters=GrepArguments.model_json_schema(),
         concurrency=Concurrency.PARALLEL_SAFE,
+        effects=ToolEffects(read_only=True, destructive=False, idempotent=True, open_world=False),
     )
     arguments: ClassVar[type[Arguments]] = GrepArguments
 

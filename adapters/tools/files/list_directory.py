@@ -23,7 +23,7 @@ from adapters.tools.base import (
 from adapters.tools.files.find_files import PathCheck
 from adapters.tools.files.globbing import printable
 from domain.session.values import FileOperation, OutcomeCategory
-from domain.tools.definition import Concurrency, ToolDefinition
+from domain.tools.definition import Concurrency, ToolDefinition, ToolEffects
 
 MAX_NAMES = 100_000
 """At most this many names are read from one directory; the sort covers only those."""
@@ -50,6 +50,7 @@ class ListDirectory:
 
     definition: ClassVar[ToolDefinition] = ToolDefinition(
         name="list_directory",
+        title="List directory",
         description=(
             "List the entries of a directory, sorted by name, one per line: a subdirectory "
             "ends with `/`, a file shows its size in bytes, a symbolic link shows as "
@@ -58,6 +59,7 @@ class ListDirectory:
         ),
         parameters=ListDirectoryArguments.model_json_schema(),
         concurrency=Concurrency.PARALLEL_SAFE,
+        effects=ToolEffects(read_only=True, destructive=False, idempotent=True, open_world=False),
     )
     arguments: ClassVar[type[Arguments]] = ListDirectoryArguments
 

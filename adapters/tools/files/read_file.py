@@ -23,7 +23,7 @@ from adapters.tools.base import (
 from adapters.tools.files.atomic import open_regular, read_chunks, refusal
 from adapters.tools.files.revision import revision_of_chunks
 from domain.session.values import FileOperation, OutcomeCategory
-from domain.tools.definition import Concurrency, ToolDefinition
+from domain.tools.definition import Concurrency, ToolDefinition, ToolEffects
 from domain.tools.output import redact_cut
 
 MAX_CONTENT_BYTES = 10 * 1024 * 1024
@@ -105,6 +105,7 @@ class ReadFile:
 
     definition: ClassVar[ToolDefinition] = ToolDefinition(
         name="read_file",
+        title="Read file",
         description=(
             "Read a text file. Returns a header `path: <path>  revision: <revision>  lines A-B "
             "of N`, then each line as its number, a tab and the text. Lines longer than "
@@ -115,6 +116,7 @@ class ReadFile:
         ),
         parameters=ReadFileArguments.model_json_schema(),
         concurrency=Concurrency.PARALLEL_SAFE,
+        effects=ToolEffects(read_only=True, destructive=False, idempotent=True, open_world=False),
     )
     arguments: ClassVar[type[Arguments]] = ReadFileArguments
 

@@ -27,7 +27,7 @@ from adapters.tools.files.atomic import (
 )
 from adapters.tools.files.revision import revision_of, revision_of_chunks
 from domain.session.values import FileOperation, OutcomeCategory, RemediationCode
-from domain.tools.definition import ToolDefinition
+from domain.tools.definition import ToolDefinition, ToolEffects
 
 
 class WriteFileArguments(Arguments):
@@ -50,6 +50,7 @@ class WriteFile:
 
     definition: ClassVar[ToolDefinition] = ToolDefinition(
         name="write_file",
+        title="Write file",
         description=(
             "Write the complete content of a text file, creating it or replacing what it "
             "holds. The write is atomic: readers see the old or the new content, never a mix. "
@@ -59,6 +60,7 @@ class WriteFile:
             "file. Returns the number of bytes written and the new revision."
         ),
         parameters=WriteFileArguments.model_json_schema(),
+        effects=ToolEffects(read_only=False, destructive=True, idempotent=True, open_world=False),
     )
     arguments: ClassVar[type[Arguments]] = WriteFileArguments
 

@@ -141,6 +141,12 @@ def test_an_unknown_key_is_named_with_a_close_match(
             'daemon.log_level: expected one of "debug", "info", "warning" or "error", got "trace"',
         ),
         ("max_concurrent_calls = []", "daemon.max_concurrent_calls: expected an integer from 1"),
+        (
+            "projection_interval_seconds = nan",
+            "daemon.projection_interval_seconds: expected a number from 0.05 to 60, got nan",
+        ),
+        ("grace_seconds = -inf", "daemon.grace_seconds: expected a number from 0 to 600, got -inf"),
+        ("port = +inf", "daemon.port: expected an integer from 1 to 65535, got inf"),
     ],
     ids=[
         "word",
@@ -153,6 +159,9 @@ def test_an_unknown_key_is_named_with_a_close_match(
         "audience",
         "log-level",
         "array",
+        "nan",
+        "minus-inf",
+        "inf-for-an-integer",
     ],
 )
 def test_a_bad_daemon_value_says_what_was_expected_and_given(
@@ -388,6 +397,13 @@ def test_config_check_json_on_success(home: Path) -> None:
         "ok": True,
         "path": str(home / "config.toml"),
         "error": None,
+        "warnings": [
+            (
+                f"no trusted roots in {home / 'config.toml'}: tools can use only each session's"
+                " own storage, and every other path is denied as outside_roots. Add"
+                " [[tools.roots]] (see docs/tools.md)."
+            )
+        ],
         "summary": {
             "config_found": True,
             "port": 8100,
@@ -426,6 +442,7 @@ def test_config_check_json_on_failure(home: Path) -> None:
         "path": str(path),
         "error": f"config {path} is invalid: daemon.port: expected an integer from 1 to 65535,"
         " got 0",
+        "warnings": [],
         "summary": None,
     }
     assert expected == json.loads(out)

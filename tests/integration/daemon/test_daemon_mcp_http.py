@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp import MCPError
 
@@ -67,20 +68,24 @@ async def test_a_client_lists_and_calls_every_first_party_tool(
 async def test_a_denial_and_a_correction_carry_the_instruction(
     daemon: RunningDaemon, tmp_path: Path
 ) -> None:
-    """A denied call is a tool error saying why; a correction says what to do instead."""
+    """A denied call is a tool error saying why; a correction says what to do instead.
+
+    An unknown tool is a protocol error instead (`-32602`), as MCP specifies.
+    """
     outside = tmp_path / "outside.txt"
     outside.write_text("secret")
     async with http_client(daemon) as client:
         denied = await client.call_tool("read_file", {"path": str(outside)})
         corrected = await client.call_tool("find_files", {"pattern": "*"})
-        unknown = await client.call_tool("no_such_tool", {})
+        with pytest.raises(MCPError) as unknown:
+            await client.call_tool("no_such_tool", {})
     assert denied.is_error
     assert "outside every trusted root" in result_text(denied)
     assert result_meta(denied)["ledgerclaw/denial"] == "outside_roots"
     assert corrected.is_error
     assert "load_tool" in result_text(corrected)
     assert result_meta(corrected)["ledgerclaw/end"] == "corrected"
-    assert unknown.is_error
+    assert types.INVALID_PARAMS == unknown.value.code
 
 
 @pytest.mark.anyio
@@ -266,7 +271,7 @@ async def test_sigterm_during_a_long_call_records_the_reason_and_exits_0(
     assert elapsed < 20
     [session_id] = session_ids(daemon.home)
     [receipt] = events(daemon.home, session_id, "session.receipt_recorded")
-    assert receipt["outcome"] == "cancelled"
+    assert ("cancelled", "shutdown") == (receipt["outcome"], receipt["cancel_reason"])
     [ended] = events(daemon.home, session_id, "session.run_ended")
     assert ended["reason"] == "shutdown"
     [closed] = events(daemon.home, session_id, "session.closed")
@@ -370,7 +375,7 @@ async def test_revoking_a_device_cancels_its_running_call_before_closing(
     )
     assert time.monotonic() - started < 15
     [receipt] = events(daemon.home, session_id, "session.receipt_recorded")
-    assert receipt["outcome"] == "cancelled"
+    assert ("cancelled", "session_closed") == (receipt["outcome"], receipt["cancel_reason"])
     assert events(daemon.home, session_id, "session.attempt_outcome_unknown") == []
     assert events(daemon.home, session_id, "session.closed")[0]["reason"] == "revoked"
 
@@ -473,5 +478,5 @@ async def test_revocation_ends_a_call_waiting_for_approval_without_running_it(
     assert not target.exists()
     assert events(daemon.home, session_id, "session.approval_decided") == []
     [receipt] = events(daemon.home, session_id, "session.receipt_recorded")
-    assert receipt["outcome"] == "cancelled"
+    assert ("cancelled", "session_closed") == (receipt["outcome"], receipt["cancel_reason"])
     assert events(daemon.home, session_id, "session.closed")[0]["reason"] == "revoked"

@@ -235,3 +235,21 @@ async def test_concurrent_calls_of_one_session_are_each_asked(
     session_id = result_meta(results[0])["ledgerclaw/session_id"]
     deciders = {d["decided_by"] for d in events(place[0], session_id, "session.approval_decided")}
     assert deciders == {"mcp client elicit-tester"}
+
+
+@pytest.mark.anyio
+async def test_the_question_says_whom_approving_for_the_session_covers(
+    connect: Connect, target: Path
+) -> None:
+    """Offering `approve for this session`, the question names the client and the boundary."""
+    asker = Asker(ONCE)
+    async with connect("legacy", elicitation_callback=asker) as client:
+        await client.call_tool("write_file", {"path": str(target), "content": "x"})
+    [question] = asker.asked
+
+    assert "'approve for this session' covers" in question.message
+    assert "client 'elicit-tester'" in question.message
+    over_http = "the requests of MCP session " in question.message and "on device dev_" in (
+        question.message
+    )
+    assert over_http or " of stdio server pid " in question.message, question.message

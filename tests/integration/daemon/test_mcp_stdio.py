@@ -14,6 +14,7 @@ import anyio
 import anyio.to_thread
 import mcp_types as types
 import pytest
+from mcp import MCPError
 
 from adapters.daemon.claims import SessionClaims
 from adapters.home import Home
@@ -89,20 +90,24 @@ async def test_a_client_lists_and_calls_every_first_party_tool(
 
 @pytest.mark.anyio
 async def test_a_denial_and_a_correction_carry_the_instruction(home: Path, tmp_path: Path) -> None:
-    """A denied call is a tool error saying why; a correction says what to do instead."""
+    """A denied call is a tool error saying why; a correction says what to do instead.
+
+    An unknown tool is a protocol error instead (`-32602`), as MCP specifies.
+    """
     outside = tmp_path / "outside.txt"
     outside.write_text("secret")
     async with stdio_client(home) as client:
         denied = await client.call_tool("read_file", {"path": str(outside)})
         corrected = await client.call_tool("find_files", {"pattern": "*"})
-        unknown = await client.call_tool("no_such_tool", {})
+        with pytest.raises(MCPError) as unknown:
+            await client.call_tool("no_such_tool", {})
     assert denied.is_error
     assert "outside every trusted root" in result_text(denied)
     assert result_meta(denied)["ledgerclaw/denial"] == "outside_roots"
     assert corrected.is_error
     assert "load_tool" in result_text(corrected)
     assert result_meta(corrected)["ledgerclaw/end"] == "corrected"
-    assert unknown.is_error
+    assert types.INVALID_PARAMS == unknown.value.code
 
 
 @pytest.mark.anyio
@@ -207,7 +212,7 @@ async def test_sigterm_during_a_long_call_records_the_reason_and_exits_0(
     assert [] == stdio_hosts(home)
     [session_id] = session_ids(home)
     [receipt] = events(home, session_id, "session.receipt_recorded")
-    assert "cancelled" == receipt["outcome"]
+    assert ("cancelled", "shutdown") == (receipt["outcome"], receipt["cancel_reason"])
     [ended] = events(home, session_id, "session.run_ended")
     assert "shutdown" == ended["reason"]
     [closed] = events(home, session_id, "session.closed")

@@ -7,6 +7,7 @@ import pytest
 from starlette.datastructures import Headers
 
 from adapters.daemon.approvals import (
+    CALL_PROGRESS,
     ApprovalScopeError,
     PendingApprovals,
     UnknownApprovalError,
@@ -126,6 +127,38 @@ def test_a_client_that_cannot_answer_leaves_the_cli_path_open() -> None:
     answer = anyio.run(ask_and_decide, approvals, asked, decide)
     assert answer is not None
     assert answer.decided_by == "cli"
+
+
+def test_a_waiting_request_reports_growing_progress_until_it_is_answered() -> None:
+    """Progress starts at once, only grows, names the approve command and stops with the answer."""
+    asked = request()
+    approvals = PendingApprovals(timeout_seconds=30.0, progress_interval=0.01)
+    reports: list[tuple[float, float | None, str]] = []
+
+    async def report(progress: float, total: float | None, message: str) -> None:
+        reports.append((progress, total, message))
+
+    async def scenario() -> int:
+        token = CALL_PROGRESS.set(report)
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(approvals.ask, asked)
+                while len(reports) < 3:  # noqa: ASYNC110 - reports arrive from the waiting task
+                    await anyio.sleep(0.005)
+                approvals.decide(asked.attempt_id, ApprovalVerdict.APPROVED, "cli")
+        finally:
+            CALL_PROGRESS.reset(token)
+        seen = len(reports)
+        await anyio.sleep(0.05)
+        return seen
+
+    seen = anyio.run(scenario)
+    assert seen == len(reports)
+    progress = [p for p, _total, _message in reports]
+    assert 0.0 == progress[0]
+    assert sorted(set(progress)) == progress
+    assert {30.0} == {total for _p, total, _message in reports}
+    assert reports[0][2].endswith(f"ledgerclaw approvals approve {asked.attempt_id}")
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,1 @@
+"""Online copies of the journal, their manifests, verifying and restoring them; adapter layer."""
