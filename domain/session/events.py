@@ -206,6 +206,8 @@ class ToolReceiptRecorded(SessionEvent):
         "shell.timed_out",
         "shell.duration_ms",
         "shell.output_bytes",
+        "confinement.confined",
+        "confinement.mode",
     )
 
     run_id: RunId
