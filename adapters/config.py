@@ -27,6 +27,7 @@ from pydantic_core import ErrorDetails
 from adapters.config_names import unknown_names
 from adapters.daemon.settings import DaemonSettings
 from adapters.errors import ConfigError, PersistenceNotConfigurableError
+from adapters.sandbox.checks import sandbox_warnings
 from adapters.tools.catalog import tool_catalog
 from adapters.tools.root_checks import RootCheck, check_roots, root_warnings, unusable_roots
 from adapters.tools.settings import MIN_SECRET_LENGTH, ToolSettings
@@ -98,7 +99,8 @@ class CheckedConfig:
     roots: tuple[RootCheck, ...] = ()
     """What each configured root is on disk, in file order."""
     warnings: tuple[str, ...] = ()
-    """What a start prints but does not refuse: missing roots, or no root at all."""
+    """What a start prints but does not refuse: missing roots, no root at all, an unconfined
+    or refused shell."""
 
 
 def check_config(config_path: Path, secrets_path: Path) -> CheckedConfig:
@@ -110,7 +112,10 @@ def check_config(config_path: Path, secrets_path: Path) -> CheckedConfig:
         config_found=config_path.is_file(),
         secret_values=check_secrets(secrets_path),
         roots=roots,
-        warnings=tuple(root_warnings(roots, config_path)),
+        warnings=(
+            *root_warnings(roots, config_path),
+            *sandbox_warnings(config.tools.shell, config_path),
+        ),
     )
 
 

@@ -22,6 +22,7 @@ from adapters.journal.identity import (
 )
 from adapters.journal.integrity import integrity_failures
 from adapters.journal.mapper import CatalogMapper, OrjsonTranscoder
+from adapters.sandbox.checks import sandbox_state, sandbox_warnings
 from adapters.tools.root_checks import check_roots, root_warnings, unusable_roots
 from domain.errors import LedgerclawError
 
@@ -173,6 +174,17 @@ def roots_check(home: Home, config: Config) -> Check:
     return Check(name="roots", ok=True, detail=f"{len(roots)} directories")
 
 
+def sandbox_check(home: Home, config: Config) -> Check:
+    """The shell sandbox on this kernel: a refused or unconfined shell warns."""
+    state = sandbox_state(config.tools.shell)
+    warnings = sandbox_warnings(config.tools.shell, home.config)
+    if warnings:
+        return Check(
+            name="sandbox", ok=True, warning=True, detail=f"{state}; {'; '.join(warnings)}"
+        )
+    return Check(name="sandbox", ok=True, detail=state)
+
+
 def run_doctor(home: Home, progress: Progress | None = None) -> DoctorReport:
     """Check `home`, creating it and an empty journal when they do not exist yet."""
     report = DoctorReport(home=str(home.root), database=str(home.database))
@@ -194,6 +206,7 @@ def run_doctor(home: Home, progress: Progress | None = None) -> DoctorReport:
     report.checks.append(secrets_check(home))
     if config is not None:
         report.checks.append(roots_check(home, config))
+        report.checks.append(sandbox_check(home, config))
     try:
         if config is None:
             if not check_journal_file(home.database):

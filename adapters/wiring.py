@@ -11,6 +11,7 @@ from adapters.fs.facts import file_identity
 from adapters.home import Home, check_home, ensure_home, resolve_home
 from adapters.journal.journal import SqliteJournal
 from adapters.journal.reader import JournalReader
+from adapters.sandbox.sandbox import Sandbox
 from adapters.tools.context import PipelinePolicy
 from adapters.tools.files.edit_file import EditFile
 from adapters.tools.files.find_files import FindFiles
@@ -24,6 +25,7 @@ from adapters.tools.shell import ShellExecute
 from adapters.tools.toolset import ToolSet
 from domain.authorization.facts import canonical
 from domain.authorization.roots import ProtectedPaths
+from domain.session.values import Audience
 from domain.shell.policy import ShellPolicy
 from domain.tools.exposure import AudienceTools, ExposurePolicy
 
@@ -103,8 +105,11 @@ def pipeline_policy(home: Home, config: Config) -> PipelinePolicy:
     )
 
 
-def first_party_tools(config: Config) -> ToolSet:
-    """Every first-party tool, with the configured shell policy."""
+def first_party_tools(config: Config, home: Home | None = None) -> ToolSet:
+    """Every first-party tool, with the configured shell policy and sandbox.
+
+    The sandbox keeps `home` out of every command's reach but the session's own storage.
+    """
     shell = config.tools.shell
     defaults = ShellPolicy()
     policy = ShellPolicy(
@@ -112,6 +117,11 @@ def first_party_tools(config: Config) -> ToolSet:
         reviewed_safe=defaults.reviewed_safe
         if shell.reviewed_safe is None
         else shell.reviewed_safe,
+    )
+    sandbox = Sandbox(
+        mode=shell.sandbox,
+        home=None if home is None else home.root,
+        network_by_audience={audience: shell.network_for(audience) for audience in Audience},
     )
     return ToolSet(
         [
@@ -121,7 +131,7 @@ def first_party_tools(config: Config) -> ToolSet:
             Grep(),
             WriteFile(),
             EditFile(),
-            ShellExecute(policy, default_timeout=shell.default_timeout_seconds),
+            ShellExecute(policy, default_timeout=shell.default_timeout_seconds, sandbox=sandbox),
             SetWorkingDirectory(),
             ToolOutputRead(),
             LoadTool(),

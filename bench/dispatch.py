@@ -126,7 +126,7 @@ def open_pipeline(
     config = Config(journal=JournalSettings(durability=durability))
     journal = SqliteJournal(home.database, config.journal)
     stack.callback(journal.close)
-    tools, policy = wiring.first_party_tools(config), wiring.pipeline_policy(home, config)
+    tools, policy = wiring.first_party_tools(config, home), wiring.pipeline_policy(home, config)
     dispatcher = Dispatcher(SessionWriter(journal), tools, policy)
     runs = [begin_run(journal, home.root) for _ in range(sessions)]
     for run in runs:

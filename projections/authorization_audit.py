@@ -21,6 +21,7 @@ from domain.session.events import (
     ToolReceiptRecorded,
 )
 from domain.session.values import ApprovalVerdict, FileActivity, InputProblem, PolicyDecision
+from domain.shell.confinement import Confinement
 from projections.catalog import session_of
 from projections.model import Batch, Position, Table
 
@@ -61,14 +62,26 @@ AUTHORIZATION_AUDIT = Table(
         "shell_timed_out": int,
         "shell_duration_ms": int,
         "shell_output_bytes": int,
+        "sandbox": str,
+        "sandbox_abi": int,
+        "sandbox_network": int,
+        "sandbox_rules": str,
+        "sandbox_missing": str,
     },
     pk=("attempt_id",),
     indexes=(("session_id",), ("started_at",), ("tool",), ("decision",)),
     doc=(
         "One row per tool call: its arguments and paths, policy decision and rule, approval,"
-        " outcome, timing, and for a shell command how it ran."
+        " outcome, timing, and for a shell command how it ran and the sandbox it ran under."
     ),
 )
+
+
+def sandbox_label(confinement: Confinement) -> str:
+    """`confined`, or `unconfined`, with the mode: `confined (required)`."""
+    state = "confined" if confinement.confined else "unconfined"
+    return f"{state} ({confinement.mode})"
+
 
 ENDED = "ended_at = ?, duration_ms = ROUND((julianday(?) - julianday(started_at)) * 86400000.0)"
 """Set when an attempt ends; SQLite's date functions keep milliseconds, so whole ms are exact."""
@@ -129,7 +142,7 @@ class AuthorizationAudit:
     """Which calls were allowed, denied or corrected, by which rule, who approved, and how long."""
 
     name = "authorization_audit"
-    version = 2
+    version = 3
     tables: tuple[Table, ...] = (AUTHORIZATION_AUDIT,)
 
     @singledispatchmethod
@@ -254,6 +267,21 @@ class AuthorizationAudit:
                     int(shell.timed_out),
                     shell.duration_ms,
                     shell.output_bytes,
+                )
+            )
+        if event.confinement is not None:
+            confinement = event.confinement
+            assignments += (
+                ", sandbox = ?, sandbox_abi = ?, sandbox_network = ?, sandbox_rules = ?,"
+                " sandbox_missing = ?"
+            )
+            params.extend(
+                (
+                    sandbox_label(confinement),
+                    confinement.abi,
+                    int(confinement.network),
+                    confinement.rules_digest,
+                    "; ".join(confinement.missing) or None,
                 )
             )
         if event.file_activity:

@@ -98,7 +98,7 @@ def make_pipeline(
     )
     config = Config(tools=tool_settings)
     journal = SqliteJournal(home.database, journal_settings)
-    tools: ToolSet = wiring.first_party_tools(config)
+    tools: ToolSet = wiring.first_party_tools(config, home)
     for tool in extra_tools:
         tools.add(tool)
     policy: PipelinePolicy = wiring.pipeline_policy(home, config)

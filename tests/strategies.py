@@ -64,6 +64,7 @@ from domain.session.values import (
     ToolCallRequest,
     ToolReceipt,
 )
+from domain.shell.confinement import Confinement, SandboxMode
 
 IdT = TypeVar("IdT", bound=OpaqueId)
 
@@ -271,6 +272,24 @@ def tool_receipts(
         cancel_reason=draw(st.none() | st.sampled_from(CancelReason)) if cancelled else None,
         problems=tuple(draw(st.lists(input_problems(), max_size=3))) if invalid else (),
         shell=draw(st.none() | shell_runs(paths)) if ran else None,
+        confinement=draw(st.none() | confinements()),
+    )
+
+
+@st.composite
+def confinements(draw: st.DrawFn) -> Confinement:
+    """Sandboxes as receipts record them: any mode, ABI, digest, network, gaps and carvings."""
+    confined = draw(st.booleans())
+    return Confinement(
+        mode=draw(st.sampled_from(SandboxMode)),
+        abi=draw(st.integers(min_value=0, max_value=64)),
+        confined=confined,
+        rules_digest=draw(st.text("0123456789abcdef", min_size=64, max_size=64))
+        if confined
+        else None,
+        network=draw(st.booleans()),
+        missing=tuple(draw(st.lists(short_texts(), max_size=3))),
+        carved=tuple(draw(st.lists(canonical_paths(), max_size=3))),
     )
 
 

@@ -35,7 +35,7 @@ def assemble(
 ) -> tuple[SessionHost, PendingApprovals]:
     """The session host over the governed pipeline, and the approvals it waits on."""
     settings = config.daemon
-    tools, policy = wiring.first_party_tools(config), wiring.pipeline_policy(home, config)
+    tools, policy = wiring.first_party_tools(config, home), wiring.pipeline_policy(home, config)
     approvals = PendingApprovals(timeout_seconds=policy.approval_timeout_seconds)
     dispatcher = Dispatcher(SessionWriter(journal), tools, policy, approvals)
     host = SessionHost(

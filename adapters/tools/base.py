@@ -15,9 +15,11 @@ from typing import Any, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from domain.authorization.path_access import PathAccessDecision
+from domain.authorization.roots import ProtectedPaths, TrustedRoot
 from domain.base import Value
 from domain.ids import CallId, RunId, SessionId
 from domain.session.values import (
+    Audience,
     DenialCategory,
     FileActivity,
     FileOperation,
@@ -26,6 +28,7 @@ from domain.session.values import (
     RemediationCode,
     ShellRun,
 )
+from domain.shell.confinement import Confinement
 from domain.tools.definition import ToolDefinition
 from domain.tools.exposure import Visibility
 
@@ -103,6 +106,11 @@ class ToolRun:
     extra: Mapping[str, Any] = field(default_factory=dict)
     secrets: frozenset[str] = frozenset()
     """Exact values the result is redacted of; a tool that cuts text redacts it first."""
+    audience: Audience = Audience.PERSONAL
+    roots: tuple[TrustedRoot, ...] = ()
+    """The roots this call was checked against (audience, envelope and project included)."""
+    protected: ProtectedPaths = field(default_factory=ProtectedPaths)
+    """The protected paths this call was checked against, which no sandbox rule may reach."""
 
 
 class ToolOutput(Value):
@@ -114,6 +122,7 @@ class ToolOutput(Value):
     project_declaration: str | None = None
     remediation: RemediationCode | None = None
     loaded_tool: str | None = None
+    confinement: Confinement | None = None
     problems: tuple[InputProblem, ...] = ()
     """For invalid input: the fields that were wrong and why (else the text's first line)."""
     shell: ShellRun | None = None

@@ -313,6 +313,9 @@ class Dispatcher:
             visibility=tool_visibility,
             read_spill=self._spill_reader(run),
             secrets=self.policy.secrets,
+            audience=plan.audience,
+            roots=scope.roots,
+            protected=scope.protected,
         )
         try:
             return await tool.run(authorization.arguments, tool_run)
@@ -466,6 +469,7 @@ def _receipt(output: ToolOutput, spill_id: SpillId | None, secrets: Iterable[str
         if correction
         else None,
         spill_id=spill_id,
+        confinement=output.confinement,
         problems=(output.problems or _text_problem(output.text, secrets)) if invalid else (),
         shell=output.shell if output.outcome in RAN_OUTCOMES else None,
     )

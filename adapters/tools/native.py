@@ -93,7 +93,7 @@ def call_tool(
     """Run one native call through the pipeline and end its run."""
     config = wiring.home_config(home)
     # Built before the journal is opened: a bad secrets file stops the call with nothing made.
-    tools, policy = wiring.first_party_tools(config), wiring.pipeline_policy(home, config)
+    tools, policy = wiring.first_party_tools(config, home), wiring.pipeline_policy(home, config)
     try:
         request = ToolCallRequest(call_id=CallId("cli_pending"), name=tool, arguments=arguments)
     except ValidationError as error:

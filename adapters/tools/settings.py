@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from domain.authorization.facts import canonical
 from domain.session.values import ApprovalMode, Audience, FileOperation
+from domain.shell.confinement import SandboxMode
 from domain.shell.policy import Phrase
 
 DEFAULT_SHELL_TIMEOUT = 60
@@ -43,12 +45,30 @@ class AudienceSetting(_Section):
     deny: tuple[str, ...] = ()
 
 
+class NetworkAccess(StrEnum):
+    """Whether sandboxed commands may bind and connect over TCP."""
+
+    DENY = "deny"
+    ALLOW = "allow"
+
+
 class ShellSettings(_Section):
-    """Extra hard-deny rules, the reviewed-safe phrases (None keeps the defaults) and timeouts."""
+    """Hard-deny rules, reviewed-safe phrases (None keeps the defaults), timeouts, sandbox.
+
+    `network` is one choice for every audience, or a table of audiences (unnamed: denied).
+    """
 
     hard_deny: tuple[Phrase, ...] = ()
     reviewed_safe: tuple[Phrase, ...] | None = None
     default_timeout_seconds: int = Field(default=DEFAULT_SHELL_TIMEOUT, ge=1, le=600)
+    sandbox: SandboxMode = SandboxMode.REQUIRED
+    network: NetworkAccess | dict[Audience, NetworkAccess] = NetworkAccess.DENY
+
+    def network_for(self, audience: Audience) -> bool:
+        """Whether commands of `audience` keep TCP open (an audience not named: denied)."""
+        if isinstance(self.network, dict):
+            return self.network.get(audience, NetworkAccess.DENY) is NetworkAccess.ALLOW
+        return self.network is NetworkAccess.ALLOW
 
 
 class ToolSettings(_Section):

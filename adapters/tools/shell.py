@@ -21,10 +21,12 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 from pydantic import Field
 
+from adapters.sandbox.sandbox import Sandbox, SandboxRefusedError
 from adapters.tools.base import Arguments, CallAssessment, PathTarget, ToolOutput, ToolRun
 from domain.session.values import (
     SHELL_CANDIDATES_LIMIT,
     ApprovalMode,
+    Audience,
     DenialCategory,
     FileOperation,
     InputProblem,
@@ -50,6 +52,10 @@ CWD_ARGUMENT = "cwd"
 REDACTED_PATH = f"/{REDACTED}"
 """The working directory a receipt shows when redacting a secret leaves no canonical path."""
 
+
+DEFAULT_AUDIENCE = Audience.PERSONAL
+"""The audience whose network setting decides, before a call is bound, whether `required`
+refuses every command; each run checks its own audience again."""
 
 HARMLESS_DEVICES = frozenset(
     {"/dev/null", "/dev/zero", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty"}
@@ -135,6 +141,7 @@ class ShellExecute:
         max_timeout: float = MAX_TIMEOUT,
         *,
         terminate_grace: float = TERMINATE_GRACE,
+        sandbox: Sandbox | None = None,
     ) -> None:
         if not 0 < default_timeout <= max_timeout:
             msg = "timeouts must satisfy 0 < default_timeout <= max_timeout"
@@ -143,6 +150,7 @@ class ShellExecute:
         self._default_timeout = default_timeout
         self._max_timeout = max_timeout
         self._grace = terminate_grace
+        self.sandbox = Sandbox() if sandbox is None else sandbox
 
     def timeout(self, arguments: ShellArguments) -> float:
         """The effective timeout: the requested one, else the default, never above the maximum."""
@@ -167,6 +175,13 @@ class ShellExecute:
         )
         targets = (cwd, *named)
         summary = arguments.command
+        refused = self.sandbox.refusal(DEFAULT_AUDIENCE)
+        if refused is not None:
+            return CallAssessment(
+                targets=targets,
+                deny=(DenialCategory.SANDBOX_UNAVAILABLE, _refusal_detail(refused)),
+                summary=summary,
+            )
         if found.hard_denied is not None:
             detail = f"the shell policy forbids this command: {found.hard_denied}"
             return CallAssessment(
@@ -194,10 +209,24 @@ class ShellExecute:
                 text=f"working directory {cwd.raw}: {text}", outcome=outcome, problems=problems
             )
         timeout = self.timeout(arguments)
+        try:
+            confined = self.sandbox.confine(
+                [SHELL, "-c", arguments.command],
+                roots=run.roots,
+                protected=(*run.protected.files, *run.protected.trees),
+                tmp_dir=run.tmp_dir,
+                audience=run.audience,
+                search_path=run.environment.get("PATH", ""),
+            )
+        except SandboxRefusedError as error:
+            return ToolOutput(
+                text=f"not run: {_refusal_detail(str(error))}",
+                outcome=OutcomeCategory.ACCESS_DENIED,
+            )
         capture = _Capture(CAPTURE_LIMIT, run.secrets)
         started = time.monotonic()
         process = await anyio.open_process(
-            [SHELL, "-c", arguments.command],
+            confined.argv,
             stdin=DEVNULL,
             stdout=PIPE,
             stderr=STDOUT,
@@ -225,7 +254,9 @@ class ShellExecute:
             output_bytes=capture.total,
             candidates=_candidates(run),
         )
-        return _report(capture, code, timeout).model_copy(update={"shell": facts})
+        return _report(capture, code, timeout).model_copy(
+            update={"shell": facts, "confinement": confined.confinement}
+        )
 
 
 class _Capture:
@@ -309,6 +340,13 @@ async def _kill_and_reap(process: Process, group: int, grace: float) -> None:
 def _signal_group(group: int, signum: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(group, signum)
+
+
+def _refusal_detail(reason: str) -> str:
+    return (
+        f"shell commands cannot be confined here: {reason}; the file tools still work, and "
+        'an operator may set [tools.shell] sandbox = "best_effort" or "off" in config.toml'
+    )
 
 
 def _candidates(run: ToolRun) -> tuple[str, ...]:

@@ -29,6 +29,7 @@ from domain.session.values import (
     ShellRun,
     ToolName,
 )
+from domain.shell.confinement import Confinement
 from domain.text import Detail, GrantKey, JsonArguments, ShortText, Text
 
 
@@ -205,6 +206,8 @@ class ToolReceiptRecorded(SessionEvent):
         "shell.timed_out",
         "shell.duration_ms",
         "shell.output_bytes",
+        "confinement.confined",
+        "confinement.mode",
     )
 
     run_id: RunId
@@ -214,6 +217,8 @@ class ToolReceiptRecorded(SessionEvent):
     project_declaration: CanonicalPath | None = None
     remediation: RemediationCode | None = None
     spill_id: SpillId | None = None
+    confinement: Confinement | None = None
+    """The sandbox a shell command ran under (absent for other tools and older journals)."""
     cancel_reason: CancelReason | None = None
     """Why a cancelled call was cancelled; absent in receipts written before it was kept."""
     problems: tuple[InputProblem, ...] = ()

@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 from domain.base import Value
 from domain.ids import AttemptId, CallId, RunId, SpillId
 from domain.paths import CanonicalPath
+from domain.shell.confinement import Confinement
 from domain.text import Detail, GrantKey, JsonArguments, ShortText, Text
 
 LAYOUT_VERSION_MAX = 1_000_000
@@ -128,6 +129,7 @@ class DenialCategory(StrEnum):
     INVALID_INPUT = "invalid_input"
     RUN_ENDED = "run_ended"
     NO_APPROVER = "no_approver"
+    SANDBOX_UNAVAILABLE = "sandbox_unavailable"
 
 
 class OutcomeCategory(StrEnum):
@@ -293,6 +295,8 @@ class ToolReceipt(Value):
     project_declaration: CanonicalPath | None = None
     remediation: RemediationCode | None = None
     spill_id: SpillId | None = None
+    confinement: Confinement | None = None
+    """The sandbox a shell command ran under; None for tools that start no process."""
     cancel_reason: CancelReason | None = None
     """For a cancelled call: who or what cancelled it, when that is known."""
     problems: tuple[InputProblem, ...] = Field(default=(), max_length=INPUT_PROBLEMS_LIMIT)

@@ -39,11 +39,15 @@ def shell() -> ShellExecute:
     return ShellExecute(ShellPolicy(), terminate_grace=0.3)
 
 
-def _check_path(root: Path) -> Callable[[str, FileOperation], PathAccessDecision]:
+def _trusted(root: Path) -> TrustedRoot:
     real = real_directory(str(root))
-    trusted = TrustedRoot(
+    return TrustedRoot(
         path=canonical(str(root)), real=real, kind=RootKind.PROJECT, operations=ALL_OPERATIONS
     )
+
+
+def _check_path(root: Path) -> Callable[[str, FileOperation], PathAccessDecision]:
+    trusted = _trusted(root)
 
     def check(absolute: str, operation: FileOperation) -> PathAccessDecision:
         return decide_path(gather_facts(absolute), operation, [trusted], ProtectedPaths())
@@ -72,6 +76,7 @@ def _tool_run(root: Path, assessment: CallAssessment) -> ToolRun:
         check_path=check,
         visibility=lambda _name: None,
         read_spill=lambda _call, _start, _limit: None,
+        roots=(_trusted(root),),
     )
 
 

@@ -1,0 +1,1 @@
+"""The kernel sandbox (Landlock) that confines the commands tools start; adapter layer."""
