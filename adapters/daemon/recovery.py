@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from adapters.daemon.claims import SessionClaims
+from adapters.journal.failures import translated
 from adapters.journal.journal import EventJournal
 from adapters.projections.runner import ProjectionRunner
 from domain.ids import SessionId
@@ -50,7 +51,10 @@ class RecoveryReport:
 def candidates(database: Path) -> list[tuple[SessionId, str]]:
     """Sessions with a live run, or MCP sessions not closed, by the caught-up catalog."""
     uri = f"{database.resolve().as_uri()}?mode=ro"
-    with closing(sqlite3.connect(uri, uri=True, timeout=5)) as db:
+    with (
+        translated(database, "reading the session catalog"),
+        closing(sqlite3.connect(uri, uri=True, timeout=5)) as db,
+    ):
         rows = db.execute(
             "SELECT session_id, session_key FROM sessions WHERE live_runs > 0"
             " OR (status != 'closed' AND session_key LIKE ?)",

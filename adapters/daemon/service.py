@@ -177,7 +177,10 @@ class Daemon:
                 cancelled = await host.stop(float(settings.grace_seconds))
                 if cancelled:
                     log.warning("%d call(s) still running or waiting were cancelled", cancelled)
-                await anyio.to_thread.run_sync(runner.catch_up)
+                try:
+                    await anyio.to_thread.run_sync(runner.catch_up)
+                except LedgerclawError as error:
+                    log.error("the last projection catch-up failed: %s", error)  # noqa: TRY400 - expected, one line
                 server.should_exit = True
                 with anyio.move_on_after(10):
                     await served.wait()
@@ -247,11 +250,22 @@ class Daemon:
 
     async def _projections(self, runner: ProjectionRunner) -> None:
         interval = float(self.config.daemon.projection_interval_seconds)
+        said: str | None = None
         while True:
             try:
                 await anyio.to_thread.run_sync(runner.catch_up)
+            except LedgerclawError as error:
+                # An expected failure (a damaged or busy journal) is one line, said once
+                # until it changes, not a trace every interval.
+                if str(error) != said:
+                    log.error("projection catch-up failed: %s", error)  # noqa: TRY400 - an expected failure is one line, without its trace
+                said = str(error)
             except Exception:
                 log.exception("projection catch-up failed; retrying")
+            else:
+                if said is not None:
+                    log.info("projection catch-up works again")
+                said = None
             await anyio.sleep(interval)
 
     async def _watch_revocations(self, host: SessionHost) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
+import time
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
@@ -25,7 +26,14 @@ from adapters.projections.runner import ProjectionRunner
 from cli.app import app
 from projections.registry import ALL_PROJECTIONS
 from tests.builders import write_sample_session
-from tests.daemon_harness import CLI, environment, free_port
+from tests.daemon_harness import (
+    CLI,
+    environment,
+    free_port,
+    start_daemon,
+    wait_for,
+    write_config,
+)
 from tests.integration.sqlite_helpers import (
     companions,
     damage_root_page,
@@ -217,3 +225,23 @@ def test_a_truncated_or_newer_journal_leaves_nothing_beside_it(
     assert (1 if command == ["doctor"] else code) == result.exit_code
     assert "Traceback" not in result.output
     assert before == fingerprint(home / "ledgerclaw.db")
+
+
+def test_a_daemon_that_meets_damage_says_so_once_without_a_trace(home: Path) -> None:
+    """Damage met by a running daemon's projection loop is one log line, not one per interval."""
+    write_config(home, "[daemon]\nprojection_interval_seconds = 0.05\n")
+    daemon = start_daemon(home)
+    try:
+        journal = SqliteJournal(home / "ledgerclaw.db")
+        write_sample_session(journal, "main:late")
+        journal.close()
+        damage_root_page(home / "ledgerclaw.db")
+        log = home / "logs" / "daemon.log"
+        wait_for(lambda: "projection catch-up failed" in log.read_text(), what="the damage logged")
+        time.sleep(1)
+    finally:
+        daemon.stop()
+    text = log.read_text()
+    assert 1 == text.count("service: projection catch-up failed")
+    assert "is damaged" in text
+    assert "Traceback" not in text
