@@ -132,7 +132,7 @@ def test_doctor_reports_the_failed_integrity_check_and_exits_non_zero(
 
     assert 1 == result.exit_code
     assert "Traceback" not in result.output
-    rows = {line.split()[1]: line for line in result.stdout.splitlines() if "FAIL" in line}
+    rows = {line.split()[0]: line for line in result.stdout.splitlines() if "FAIL" in line}
     assert ["journal", "integrity"] == list(rows)
     assert "Page " in rows["integrity"]
     assert before == damaged.state()
