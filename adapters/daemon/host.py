@@ -24,6 +24,7 @@ from adapters.fs.envelope import Envelope, bind_envelope, envelope_root
 from adapters.journal.journal import EventJournal
 from adapters.tools.context import RunScope
 from adapters.tools.dispatcher import Dispatcher
+from adapters.tools.requests import call_request
 from domain.errors import LedgerclawError
 from domain.ids import CallId, RunId, SessionId
 from domain.session.aggregate import Session
@@ -260,9 +261,7 @@ class SessionHost:
         recorded end (a `cancelled` receipt); one still waiting raises NotAdmittingError.
         """
         self._admit(hosted)
-        request = ToolCallRequest(
-            call_id=CallId(f"mcp_{secrets.token_hex(8)}"), name=name, arguments=arguments
-        )
+        request, refused = call_request(CallId(f"mcp_{secrets.token_hex(8)}"), name, arguments)
         result: ToolResult | None = None
         changed = False
         with anyio.CancelScope() as scope:
@@ -273,7 +272,7 @@ class SessionHost:
                     self._admit(hosted)
                     hosted.last_used = anyio.current_time()
                     before = self._loaded(hosted)
-                    result = await self.dispatcher.call(hosted.run, request)
+                    result = await self.dispatcher.call(hosted.run, request, refused)
                     changed = self._loaded(hosted) != before
             finally:
                 hosted.calls.discard(scope)

@@ -87,9 +87,13 @@ class Dispatcher:
 
     # -- entry points ----------------------------------------------------------------------
 
-    async def call(self, run: RunScope, call: ToolCallRequest) -> ToolResult:
-        """Run one call through the whole pipeline; the one result it gets."""
-        decoded = self._decode(call)
+    async def call(self, run: RunScope, call: ToolCallRequest, refused: str = "") -> ToolResult:
+        """Run one call through the whole pipeline; the one result it gets.
+
+        `refused` says why the client's arguments could not be taken into `call` (see
+        adapters/tools/requests.py): the call is then answered as invalid input.
+        """
+        decoded = self._decode(call, refused)
         can_ask = self.approver is not None and self.approver.available()
         authorization = Authorization(self.policy, self._views, run, decoded, can_ask=can_ask)
         plan = await self._write(run, authorization)
@@ -145,11 +149,13 @@ class Dispatcher:
 
     # -- steps -----------------------------------------------------------------------------
 
-    def _decode(self, call: ToolCallRequest) -> DecodedCall:
+    def _decode(self, call: ToolCallRequest, refused: str = "") -> DecodedCall:
         attempt_id = AttemptId.new()
         tool = self.tools.get(call.name)
         if tool is None:
             return DecodedCall(attempt_id, call, None)
+        if refused:
+            return DecodedCall(attempt_id, call, tool, decode_error=refused)
         try:
             arguments = tool.arguments.model_validate(call.arguments)
         except ValidationError as error:
