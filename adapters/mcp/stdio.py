@@ -20,8 +20,10 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+import mcp_types as types
 import uvicorn
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 from starlette.applications import Starlette
 
 from adapters.config import Config
@@ -81,6 +83,11 @@ async def serve_stdio(home: Home, config: Config) -> int:
                     stdin = StdinLines(wire)
                     stdin.start()
                     async with stdio_server(stdin=stdin) as (read, write):
+
+                        async def answer(error: types.JSONRPCError) -> None:
+                            await write.send(SessionMessage(error))
+
+                        stdin.answer = answer
                         await server.run(read, write, server.create_initialization_options())
                 # stdin ended: the client went away. A handshake-era connection closes the
                 # session itself as it ends; modern-era requests share no connection that

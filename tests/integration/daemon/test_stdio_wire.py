@@ -1,0 +1,179 @@
+"""`ledgerclaw mcp serve` as a real subprocess, fed raw lines on stdin: what the wire carries.
+
+Every request with an id gets exactly one response, whatever its line holds: each bad line
+below is followed by a `ping`, and the next two replies must be the bad line's error and
+then the ping's answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from tests.daemon_harness import CLI, write_governed_config
+
+REPLY_TIMEOUT = 30.0
+"""How long a test waits for a reply before it fails instead of hanging."""
+
+
+class RawStdio:
+    """One `mcp serve` process: raw lines in, parsed replies out, stderr kept."""
+
+    def __init__(self, home: Path, *extra: str) -> None:
+        env = {
+            "LEDGERCLAW_HOME": str(home),
+            "PATH": os.environ["PATH"],
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+        }
+        self.process = subprocess.Popen(
+            [*CLI, "mcp", "serve", *extra],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=str(Path.cwd()),
+        )
+        self._replies: queue.Queue[str] = queue.Queue()
+        assert self.process.stdout is not None
+        self._reader = threading.Thread(target=self._read, args=(self.process.stdout,))
+        self._reader.start()
+        self.stderr = ""
+
+    def _read(self, stdout: IO[bytes]) -> None:
+        for line in stdout:
+            self._replies.put(line.decode())
+
+    def send(self, line: str | dict[str, Any]) -> None:
+        """Write one line (a dict is sent as JSON)."""
+        text = line if isinstance(line, str) else json.dumps(line)
+        assert self.process.stdin is not None
+        self.process.stdin.write(text.encode() + b"\n")
+        self.process.stdin.flush()
+
+    def reply(self) -> dict[str, Any]:
+        """The next message the server wrote."""
+        return dict(json.loads(self._replies.get(timeout=REPLY_TIMEOUT)))
+
+    def initialize(self) -> None:
+        """The handshake, as a client that speaks the 2025-06-18 protocol makes it."""
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "init",
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"},
+                },
+            }
+        )
+        assert "init" == self.reply()["id"]
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def close(self) -> tuple[int, str]:
+        """Close stdin, wait for the exit; the exit status and everything on stderr."""
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        code = self.process.wait(timeout=REPLY_TIMEOUT)
+        self.release()
+        return code, self.stderr
+
+    def release(self) -> None:
+        """Kill the process if it still runs, and close every pipe."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self._reader.join()
+        for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
+            if pipe is not None and not pipe.closed:
+                if pipe is self.process.stderr:
+                    self.stderr = pipe.read().decode(errors="replace")
+                pipe.close()
+
+
+@pytest.fixture
+def home(tmp_path: Path, work: Path) -> Path:
+    """A home whose config trusts `work`."""
+    root = tmp_path / "home"
+    write_governed_config(root, work)
+    return root
+
+
+@pytest.fixture
+def server(home: Path) -> Iterator[RawStdio]:
+    """A started, initialized stdio server, killed if a test leaves it running."""
+    raw = RawStdio(home)
+    try:
+        raw.initialize()
+        yield raw
+    finally:
+        raw.release()
+
+
+def deep_call(request_id: int, depth: int) -> str:
+    """A tools/call whose arguments nest `depth` levels deep."""
+    arguments = '{"pattern": "x", "z": ' + "[" * depth + "]" * depth + "}"
+    return (
+        f'{{"jsonrpc": "2.0", "id": {request_id}, "method": "tools/call", '
+        f'"params": {{"name": "grep", "arguments": {arguments}}}}}'
+    )
+
+
+BAD_REQUESTS: list[tuple[str, int | str | None, int]] = [
+    ("garbage", None, -32700),
+    ('{"jsonrpc": "2.0", "id": 7, "method": "tools/list"', None, -32700),
+    ('{"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": [1]}', 8, -32602),
+    ('{"jsonrpc": "2.0", "id": "s", "method": 5}', "s", -32600),
+    ('{"jsonrpc": "1.0", "id": 9, "method": "ping"}', 9, -32600),
+    ("[1, 2]", None, -32600),
+    (deep_call(10, 300), 10, -32700),
+]
+
+
+def test_every_bad_request_gets_exactly_one_error_response(server: RawStdio) -> None:
+    """Garbage is -32700 with id null; a bad request its -32600/-32602 with its id, once."""
+    answered = []
+    for number, (line, _, _) in enumerate(BAD_REQUESTS):
+        server.send(line)
+        server.send({"jsonrpc": "2.0", "id": f"ping-{number}", "method": "ping"})
+        error, pong = server.reply(), server.reply()
+        answered.append((error.get("id"), error.get("error", {}).get("code"), pong["id"]))
+    expected = [(rid, code, f"ping-{n}") for n, (_, rid, code) in enumerate(BAD_REQUESTS)]
+    assert expected == answered
+    assert 0 == server.close()[0]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "",
+        "   ",
+        '{"jsonrpc": "2.0", "method": "notifications/initialized", "params": [1]}',
+        '{"jsonrpc": "2.0", "id": 3, "result": "not a reply to anything"}',
+    ],
+    ids=["empty", "blank", "notification", "response"],
+)
+def test_blank_lines_notifications_and_responses_get_no_answer(server: RawStdio, line: str) -> None:
+    """What asks for no answer gets none: the next reply is the following ping's."""
+    server.send(line)
+    server.send({"jsonrpc": "2.0", "id": "after", "method": "ping"})
+    assert {"jsonrpc": "2.0", "id": "after", "result": {}} == server.reply()
+
+
+def test_arguments_too_deep_for_the_journal_are_an_invalid_input_result(
+    server: RawStdio,
+) -> None:
+    """Arguments 100 levels deep reach the pipeline and come back as a tool error result."""
+    server.send(deep_call(11, 100))
+    reply = server.reply()
+    assert (11, True) == (reply["id"], reply["result"]["isError"])
+    assert "invalid_input" == reply["result"]["_meta"]["ledgerclaw/outcome"]
