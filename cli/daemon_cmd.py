@@ -89,5 +89,5 @@ def serve() -> None:
     home = wiring.current_home()
     config = check_config(home.config, home.secrets).config
     ensure_home(home)
-    configure_logging(home, config.daemon.log_level)
+    configure_logging(home, config.daemon.log_level, quiet_terminal=True)
     raise typer.Exit(anyio.run(serve_stdio, home, config))

@@ -1,4 +1,4 @@
-"""`ledgerclaw mcp serve` as a real subprocess, fed raw lines on stdin: what the wire carries.
+"""`ledgerclaw mcp serve` as a real subprocess, fed raw lines on stdin: the wire and stderr.
 
 Every request with an id gets exactly one response, whatever its line holds: each bad line
 below is followed by a `ping`, and the next two replies must be the bad line's error and
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -18,8 +19,9 @@ from typing import IO, Any
 
 import pytest
 
-from tests.daemon_harness import CLI, write_governed_config
+from tests.daemon_harness import CLI, write_config, write_governed_config
 
+LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+Z [A-Z]+ ")
 REPLY_TIMEOUT = 30.0
 """How long a test waits for a reply before it fails instead of hanging."""
 
@@ -177,3 +179,49 @@ def test_arguments_too_deep_for_the_journal_are_an_invalid_input_result(
     reply = server.reply()
     assert (11, True) == (reply["id"], reply["result"]["isError"])
     assert "invalid_input" == reply["result"]["_meta"]["ledgerclaw/outcome"]
+
+
+def test_a_clean_start_and_stop_writes_nothing_on_stderr(home: Path) -> None:
+    """At the default level a session that starts, lists, calls and ends leaves stderr empty."""
+    server = RawStdio(home)
+    try:
+        server.initialize()
+        server.send({"jsonrpc": "2.0", "id": "list", "method": "tools/list"})
+        assert "list" == server.reply()["id"]
+        server.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "call",
+                "method": "tools/call",
+                "params": {"name": "grep", "arguments": {"pattern": "alpha"}},
+            }
+        )
+        assert "call" == server.reply()["id"]
+        assert (0, "") == server.close()
+    finally:
+        server.release()
+
+
+def test_every_log_line_of_a_stdio_server_carries_a_ledgerclaw_name(
+    tmp_path: Path, work: Path
+) -> None:
+    """At debug, every line in daemon.log and on stderr is under a `ledgerclaw` logger."""
+    home = tmp_path / "home"
+    write_config(home, f'[daemon]\nlog_level = "debug"\n[tools]\nroots = [{{ path = "{work}" }}]\n')
+    server = RawStdio(home)
+    try:
+        server.initialize()
+        server.send("garbage")
+        assert -32700 == server.reply()["error"]["code"]
+        code, stderr = server.close()
+    finally:
+        server.release()
+    logged = (home / "logs" / "daemon.log").read_text().splitlines()
+    names = {
+        line.split(" ")[2].rstrip(":")
+        for line in [*logged, *stderr.splitlines()]
+        if LOG_LINE.match(line)
+    }
+    assert 0 == code
+    assert {"ledgerclaw.http", "ledgerclaw.adapters.mcp.stdin"} <= names
+    assert [] == sorted(name for name in names if not name.startswith("ledgerclaw."))
