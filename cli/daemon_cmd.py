@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
 import typer
 
@@ -82,7 +84,18 @@ def status(json_output: bool = JSON_OPTION) -> None:
 
 @mcp_app.command("serve")
 @expected_errors
-def serve() -> None:
+def serve(
+    project: Path | None = typer.Option(
+        None,
+        "--project",
+        exists=True,
+        file_okay=False,
+        help=(
+            "Declare this directory as the session's project, as set_working_directory"
+            " does (same authorization, journaled the same way)."
+        ),
+    ),
+) -> None:
     """Serve the governed tools over stdio: one process, one journaled session."""
     from adapters.mcp.stdio import serve_stdio  # noqa: PLC0415 - the MCP SDK is slow to import
 
@@ -90,4 +103,5 @@ def serve() -> None:
     config = check_config(home.config, home.secrets).config
     ensure_home(home)
     configure_logging(home, config.daemon.log_level, quiet_terminal=True)
-    raise typer.Exit(anyio.run(serve_stdio, home, config))
+    declared = None if project is None else project.absolute()
+    raise typer.Exit(anyio.run(serve_stdio, home, config, declared))

@@ -156,6 +156,8 @@ class SessionHost:
         self._opening = anyio.Lock()
         self._calls: set[anyio.CancelScope] = set()
         self.calls_served = 0
+        self.on_open: Callable[[HostedSession], Awaitable[None]] | None = None
+        """Runs once in each new session before any request is served in it."""
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -177,6 +179,8 @@ class SessionHost:
             log.info(
                 "session %s opened for %s (%s)", run.session_id, caller.client_name, caller.channel
             )
+            if self.on_open is not None:
+                await self.on_open(hosted)
             return hosted
 
     def by_session_id(self, session_id: SessionId) -> HostedSession | None:

@@ -19,7 +19,9 @@ from typing import IO, Any
 
 import pytest
 
-from tests.daemon_harness import CLI, write_config, write_governed_config
+from tests.daemon_harness import CLI, run_cli, write_config, write_governed_config
+from tests.integration.daemon.journal_view import events as journal_events
+from tests.integration.daemon.journal_view import session_ids, timeline
 
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+Z [A-Z]+ ")
 REPLY_TIMEOUT = 30.0
@@ -225,3 +227,78 @@ def test_every_log_line_of_a_stdio_server_carries_a_ledgerclaw_name(
     assert 0 == code
     assert {"ledgerclaw.http", "ledgerclaw.adapters.mcp.stdin"} <= names
     assert [] == sorted(name for name in names if not name.startswith("ledgerclaw."))
+
+
+def call(request_id: str, tool: str, **arguments: Any) -> dict[str, Any]:
+    """A tools/call request."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+
+
+def session_events(home: Path) -> list[list[str]]:
+    """The event names of each session in the home's journal, oldest session first."""
+    return [[e.event for e in timeline(home, s)] for s in session_ids(home)]
+
+
+def test_project_is_declared_as_the_session_opens_and_journaled_like_the_tool(
+    home: Path, work: Path
+) -> None:
+    """`--project` is the set_working_directory call a client would make, event for event."""
+    declared = RawStdio(home, "--project", str(work))
+    try:
+        declared.initialize()
+        declared.send(call("read", "read_file", path="notes.txt"))
+        read = declared.reply()
+        assert (0, "") == declared.close()
+    finally:
+        declared.release()
+    assert not read["result"]["isError"]
+    asked = RawStdio(home)
+    try:
+        asked.initialize()
+        asked.send(call("cd", "set_working_directory", path=str(work)))
+        asked.reply()
+        asked.send(call("read", "read_file", path="notes.txt"))
+        asked.reply()
+        asked.close()
+    finally:
+        asked.release()
+    [by_option, by_client] = session_events(home)
+    assert by_client == by_option
+    [declaration] = [
+        r
+        for r in journal_events(home, session_ids(home)[0], "session.receipt_recorded")
+        if r["project_declaration"]
+    ]
+    assert str(work) == declaration["project_declaration"]
+
+
+def test_a_project_outside_the_roots_is_denied_with_one_warning(home: Path, tmp_path: Path) -> None:
+    """A refused `--project` is a journaled denial and one warning; the session still serves."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    server = RawStdio(home, "--project", str(elsewhere))
+    try:
+        server.initialize()
+        server.send({"jsonrpc": "2.0", "id": "list", "method": "tools/list"})
+        assert "tools" in server.reply()["result"]
+        code, stderr = server.close()
+    finally:
+        server.release()
+    assert 0 == code
+    [line] = stderr.splitlines()
+    assert f"WARNING ledgerclaw.adapters.mcp.stdio: --project {elsewhere} was not declared" in line
+    [denied] = journal_events(home, session_ids(home)[0], "session.attempt_denied")
+    assert "outside_roots" == denied["category"]
+
+
+def test_a_project_that_is_not_a_directory_stops_the_start(home: Path, tmp_path: Path) -> None:
+    """`--project` naming nothing is a usage error (exit 2) before anything is served."""
+    done = run_cli(home, "mcp", "serve", "--project", str(tmp_path / "missing"))
+    assert 2 == done.returncode
+    assert "does not exist" in done.stderr
+    assert not (home / "ledgerclaw.db").exists()
