@@ -14,7 +14,7 @@ import pytest
 
 from adapters.tools.files.globbing import compile_glob
 from domain.session.events import ToolReceiptRecorded
-from domain.session.values import OutcomeCategory
+from domain.session.values import AttemptEnd, DenialCategory, OutcomeCategory
 from tests.pipeline import ALL, Pipeline, make_pipeline
 
 NESTED_500 = "(" * 500 + "a" + ")" * 500
@@ -111,3 +111,18 @@ async def test_a_find_files_pattern_leaving_the_directory_names_the_argument(
     result = await pipeline.call("find_files", pattern="../*", path=_work(pipeline))
     assert OutcomeCategory.INVALID_INPUT == result.outcome
     assert result.text.startswith("pattern: the pattern '../*' may not contain '..'")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [("a/" * 300_000, "is longer than 4096 characters"), ("a\x00b", "contains a NUL character")],
+    ids=["long", "nul"],
+)
+async def test_a_path_no_filesystem_call_could_use_is_refused_plainly(
+    pipeline: Pipeline, path: str, says: str
+) -> None:
+    """A path too long or holding a NUL is denied as invalid input in one plain sentence."""
+    result = await pipeline.call("read_file", path=f"{_work(pipeline)}/{path}")
+    assert (AttemptEnd.DENIED, DenialCategory.INVALID_INPUT) == (result.end, result.denial)
+    assert f"Denied (invalid_input): unusable path: the path {says}" == result.text
