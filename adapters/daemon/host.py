@@ -276,7 +276,7 @@ class SessionHost:
                     self._admit(hosted)
                     hosted.last_used = anyio.current_time()
                     before = self._loaded(hosted)
-                    result = await self.dispatcher.call(hosted.run, request, refused)
+                    result = await self.dispatcher.call(hosted.run, request, refused=refused)
                     changed = self._loaded(hosted) != before
             finally:
                 hosted.calls.discard(scope)

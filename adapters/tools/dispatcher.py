@@ -87,7 +87,7 @@ class Dispatcher:
 
     # -- entry points ----------------------------------------------------------------------
 
-    async def call(self, run: RunScope, call: ToolCallRequest, refused: str = "") -> ToolResult:
+    async def call(self, run: RunScope, call: ToolCallRequest, *, refused: str = "") -> ToolResult:
         """Run one call through the whole pipeline; the one result it gets.
 
         `refused` says why the client's arguments could not be taken into `call` (see

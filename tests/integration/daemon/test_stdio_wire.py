@@ -140,6 +140,8 @@ BAD_REQUESTS: list[tuple[str, int | str | None, int]] = [
     ('{"jsonrpc": "1.0", "id": 9, "method": "ping"}', 9, -32600),
     ("[1, 2]", None, -32600),
     (deep_call(10, 300), 10, -32700),
+    ('{"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": {"name": 5}}', 12, -32602),
+    ('{"jsonrpc": "2.0", "id": 13, "method": "no/such/method"}', 13, -32601),
 ]
 
 
