@@ -14,6 +14,7 @@ from adapters.errors import InvalidToolCallError, PositionOutOfRangeError
 from adapters.projections import queries
 from adapters.projections.verify import verify
 from adapters.tools import native
+from adapters.tools.requests import TOO_DEEP
 from cli import render, render_models
 from cli.backup_cmd import backup_app
 from cli.common import expected_errors
@@ -294,6 +295,8 @@ def call_tool(
         arguments = orjson.loads(args)
     except orjson.JSONDecodeError as error:
         msg = f"--args is not valid JSON: {error}"
+        if str(error).startswith("depth limit exceeded"):
+            msg = f"--args: arguments {TOO_DEEP}"
         raise InvalidToolCallError(msg) from None
     if not isinstance(arguments, dict):
         msg = "--args must be a JSON object"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
 import typer
 
@@ -99,7 +101,18 @@ def status(json_output: bool = JSON_OPTION) -> None:
 
 @mcp_app.command("serve")
 @expected_errors
-def serve() -> None:
+def serve(
+    project: Path | None = typer.Option(
+        None,
+        "--project",
+        exists=True,
+        file_okay=False,
+        help=(
+            "Declare this directory as the session's project, as set_working_directory"
+            " does (same authorization, journaled the same way)."
+        ),
+    ),
+) -> None:
     """Serve the governed tools over stdio.
 
     One process, one journaled session.
@@ -111,5 +124,6 @@ def serve() -> None:
     config = checked.config
     print_warnings(checked.warnings)
     ensure_home(home)
-    configure_logging(home, config.daemon.log_level)
-    raise typer.Exit(anyio.run(serve_stdio, home, config))
+    configure_logging(home, config.daemon.log_level, quiet_terminal=True)
+    declared = None if project is None else project.absolute()
+    raise typer.Exit(anyio.run(serve_stdio, home, config, declared))

@@ -26,6 +26,7 @@ from adapters.fs.envelope import Envelope, bind_envelope, envelope_root
 from adapters.journal.journal import EventJournal
 from adapters.tools.context import RunScope
 from adapters.tools.dispatcher import Dispatcher
+from adapters.tools.requests import call_request
 from domain.errors import LedgerclawError
 from domain.ids import CallId, RunId, SessionId
 from domain.session.aggregate import Session
@@ -167,6 +168,8 @@ class SessionHost:
         self._opening = anyio.Lock()
         self._calls: set[anyio.CancelScope] = set()
         self.calls_served = 0
+        self.on_open: Callable[[HostedSession], Awaitable[None]] | None = None
+        """Runs once in each new session before any request is served in it."""
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -188,6 +191,8 @@ class SessionHost:
             log.info(
                 "session %s opened for %s (%s)", run.session_id, caller.client_name, caller.channel
             )
+            if self.on_open is not None:
+                await self.on_open(hosted)
             return hosted
 
     def by_session_id(self, session_id: SessionId) -> HostedSession | None:
@@ -272,9 +277,7 @@ class SessionHost:
         recorded end (a `cancelled` receipt); one still waiting raises NotAdmittingError.
         """
         self._admit(hosted)
-        request = ToolCallRequest(
-            call_id=CallId(f"mcp_{secrets.token_hex(8)}"), name=name, arguments=arguments
-        )
+        request, refused = call_request(CallId(f"mcp_{secrets.token_hex(8)}"), name, arguments)
         result: ToolResult | None = None
         changed = False
         with anyio.CancelScope() as scope:
@@ -288,7 +291,10 @@ class SessionHost:
                     reach = CALL_REACH.set(hosted.reach)
                     try:
                         result = await self.dispatcher.call(
-                            hosted.run, request, cancel_reason=partial(self._why, hosted, scope)
+                            hosted.run,
+                            request,
+                            cancel_reason=partial(self._why, hosted, scope),
+                            refused=refused,
                         )
                     finally:
                         CALL_REACH.reset(reach)

@@ -1,4 +1,10 @@
-"""The daemon's logging: a private rotating file in the home, and stderr; adapter layer."""
+"""The daemon's logging: a private rotating file in the home, and stderr; adapter layer.
+
+Every line carries a `ledgerclaw` logger name, whoever logged it: our modules' records as
+`ledgerclaw.<module>`, the HTTP server's (uvicorn, starlette) as `ledgerclaw.http`, and other
+libraries' as `ledgerclaw.<library>`. A client that hangs up mid-request is one debug line,
+not a library's ERROR with a traceback.
+"""
 
 from __future__ import annotations
 
@@ -26,12 +32,61 @@ LEVELS = {
 }
 NOISY = ("uvicorn.access", "httpx2", "httpcore2")
 """Loggers that report every request; only their warnings reach the log."""
+CHATTY = ("mcp", "uvicorn.error")
+"""Libraries that log their own start-up and each message: wanted only when debugging."""
+OUR_PACKAGES = frozenset({"adapters", "cli", "domain", "projections"})
+LIBRARY_NAMES = {"uvicorn": "http", "starlette": "http"}
+"""Libraries whose records are labelled by what they do here rather than by their name."""
+_GONE = frozenset({"ClientDisconnect"})
+"""Exceptions that mean only that the client went away (starlette's, while reading a body)."""
 _FILE_HANDLER = "ledgerclaw.daemon.file"
 _TERMINAL_HANDLER = "ledgerclaw.daemon.terminal"
 
 
+def ledgerclaw_name(name: str) -> str:
+    """The name a record is shown under: always `ledgerclaw` or below it."""
+    first = name.split(".", 1)[0]
+    if first == "ledgerclaw":
+        return name
+    if first in OUR_PACKAGES:
+        return f"ledgerclaw.{name}"
+    return f"ledgerclaw.{LIBRARY_NAMES.get(first, name)}"
+
+
+class ClientGoneFilter(logging.Filter):
+    """Turns a record of a client that hung up into one debug line, and applies `threshold`.
+
+    The MCP SDK logs an ERROR with a traceback when the client disconnects before its request
+    body is read; that is not the daemon's error. Set on each handler, whose own level is
+    `threshold`, so the rewritten record is judged at its new level by every handler.
+    """
+
+    def __init__(self, threshold: int) -> None:
+        super().__init__()
+        self.threshold = threshold
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False for a record below the threshold once rewritten; True otherwise."""
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None and type(error).__name__ in _GONE:
+            said = record.getMessage()
+            record.msg, record.args = (
+                "%s: the client disconnected before its request was read",
+                (said,),
+            )
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            record.exc_info, record.exc_text = None, None
+        return record.levelno >= self.threshold
+
+
 class UtcFormatter(logging.Formatter):
     """Every record stamped with its UTC time in ISO 8601, to the millisecond."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as one line (plus a traceback), under its ledgerclaw name."""
+        shown = logging.makeLogRecord(record.__dict__)
+        shown.name = ledgerclaw_name(record.name)
+        return super().format(shown)
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 - overrides logging's name
         """The record's creation time, e.g. `2026-11-30T08:45:39.123Z`."""
@@ -50,7 +105,9 @@ class PrivateRotatingFileHandler(RotatingFileHandler):
         return open(fd, "a", encoding=self.encoding, errors=self.errors)  # noqa: PTH123 - wraps a descriptor
 
 
-def configure_logging(home: Home, level: str, *, to_terminal: bool = True) -> Path:
+def configure_logging(
+    home: Home, level: str, *, to_terminal: bool = True, quiet_terminal: bool = False
+) -> Path:
     """Send every log record to `logs/daemon.log` in the home, and to stderr if `to_terminal`.
 
     Calling it again replaces the handlers it installed, never adds to them.
@@ -59,6 +116,8 @@ def configure_logging(home: Home, level: str, *, to_terminal: bool = True) -> Pa
         home: The home whose `logs/` directory (created owner-only) receives the log.
         level: One of `debug`, `info`, `warning`, `error`.
         to_terminal: Also write concise lines to stderr.
+        quiet_terminal: Below `debug`, write only warnings and errors to stderr (a stdio
+            server's client shows its stderr to the user).
 
     Returns:
         The path of the log file.
@@ -82,20 +141,24 @@ def configure_logging(home: Home, level: str, *, to_terminal: bool = True) -> Pa
     for handler in [h for h in root.handlers if h.name in {_FILE_HANDLER, _TERMINAL_HANDLER}]:
         root.removeHandler(handler)
         handler.close()
-    formatter = UtcFormatter(FORMAT)
-    handlers: list[logging.Handler] = [file_handler]
-    handlers[0].name = _FILE_HANDLER
+    file_handler.name = _FILE_HANDLER
+    handlers: list[tuple[logging.Handler, int]] = [(file_handler, threshold)]
     if to_terminal:
-        handlers.append(logging.StreamHandler(sys.stderr))
-        handlers[1].name = _TERMINAL_HANDLER
-    for handler in handlers:
+        terminal = logging.StreamHandler(sys.stderr)
+        terminal.name = _TERMINAL_HANDLER
+        quiet = quiet_terminal and threshold > logging.DEBUG
+        handlers.append((terminal, max(threshold, logging.WARNING) if quiet else threshold))
+    formatter = UtcFormatter(FORMAT)
+    for handler, handler_level in handlers:
         handler.setFormatter(formatter)
+        handler.setLevel(handler_level)
+        handler.addFilter(ClientGoneFilter(handler_level))
         root.addHandler(handler)
     root.setLevel(threshold)
     for name in NOISY:
         logging.getLogger(name).setLevel(logging.WARNING)
-    # The MCP SDK logs each message at debug and info; it is wanted only when debugging.
-    logging.getLogger("mcp").setLevel(
-        logging.NOTSET if threshold <= logging.DEBUG else logging.WARNING
-    )
+    for name in CHATTY:
+        logging.getLogger(name).setLevel(
+            logging.NOTSET if threshold <= logging.DEBUG else logging.WARNING
+        )
     return path

@@ -13,6 +13,7 @@ from collections import deque
 from pathlib import Path
 
 from domain.authorization.facts import LinkFact, PathFacts, canonical
+from domain.paths import MAX_PATH_LENGTH
 
 MAX_LINK_HOPS = 40
 """As Linux does: more links than this on one walk is treated as a loop."""
@@ -28,8 +29,19 @@ def expand_user(raw: str) -> str:
 
 
 def gather_facts(absolute: str) -> PathFacts:
-    """The facts about one absolute path, read from the filesystem now."""
+    """The facts about one absolute path, read from the filesystem now.
+
+    Raises ValueError for a path no filesystem call could use (a NUL, or longer than
+    MAX_PATH_LENGTH once normalized), before walking it: a walk costs a system call per
+    component, and a path of a million characters would take seconds to be refused.
+    """
     lexical = canonical(absolute)
+    if "\x00" in lexical:
+        msg = "the path contains a NUL character"
+        raise ValueError(msg)
+    if len(lexical) > MAX_PATH_LENGTH:
+        msg = f"the path is longer than {MAX_PATH_LENGTH} characters"
+        raise ValueError(msg)
     links: list[LinkFact] = []
     try:
         real = _resolve(absolute, links, [0])

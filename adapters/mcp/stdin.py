@@ -7,13 +7,19 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+import mcp_types as types
+
+from adapters.mcp.refusals import verdict
+
+log = logging.getLogger(__name__)
 
 
 class StdinLines(anyio.AsyncFile[str]):
@@ -29,6 +35,8 @@ class StdinLines(anyio.AsyncFile[str]):
         wire = open(fd, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - as said
         super().__init__(wire)
         self._send, self._receive = anyio.create_memory_object_stream[str](0)
+        self.answer: Callable[[types.JSONRPCError], Awaitable[None]] | None = None
+        """Where an error response for a line the SDK cannot read is sent."""
 
     def start(self) -> None:
         """Start reading; call from the event loop that will consume the lines."""
@@ -44,11 +52,25 @@ class StdinLines(anyio.AsyncFile[str]):
             return  # nobody wants more lines
 
     async def readline(self) -> str:
-        """The next line, or "" once the client closed stdin."""
-        try:
-            return await self._receive.receive()
-        except anyio.EndOfStream:
-            return ""
+        """The next line the SDK can read, or "" once the client closed stdin.
+
+        A line it would drop unanswered is answered here instead, through `answer` (see
+        adapters/mcp/refusals.py), and the next line is read.
+        """
+        while True:
+            try:
+                line = await self._receive.receive()
+            except anyio.EndOfStream:
+                return ""
+            found = verdict(line)
+            if found.readable:
+                return line
+            log.debug("stdin line refused: %s", found.answer.error.message if found.answer else "")
+            if found.answer is not None and self.answer is not None:
+                try:
+                    await self.answer(found.answer)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    return ""  # the server stopped writing: it is shutting down
 
     async def aclose(self) -> None:
         """Stop handing lines over; the blocked thread ends with the process."""

@@ -16,17 +16,21 @@ from __future__ import annotations
 import logging
 import signal
 from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.to_thread
+import mcp_types as types
 import uvicorn
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 from starlette.applications import Starlette
 
 from adapters.config import Config
 from adapters.daemon.assembly import assemble, control_plane, host_health, recover
-from adapters.daemon.host import SessionHost
+from adapters.daemon.host import HostedSession, SessionHost
 from adapters.daemon.hosts import register_host
 from adapters.daemon.loopback import LoopbackOnly
 from adapters.daemon.pairing import TokenAuthenticator
@@ -36,19 +40,28 @@ from adapters.journal.journal import SqliteJournal
 from adapters.mcp.callers import STDIO
 from adapters.mcp.server import build_server
 from adapters.mcp.stdin import StdinLines, stdin_claimed
+from adapters.tools.session_tools import SetWorkingDirectory
 from domain.session.values import SessionCloseReason
 
 log = logging.getLogger(__name__)
+SET_WORKING_DIRECTORY = SetWorkingDirectory.definition.name
 
 
-async def serve_stdio(home: Home, config: Config) -> int:
-    """Serve one MCP client on stdin/stdout until it disconnects or a signal arrives."""
+async def serve_stdio(home: Home, config: Config, project: Path | None = None) -> int:
+    """Serve one MCP client on stdin/stdout until it disconnects or a signal arrives.
+
+    With `project`, the session declares it as its project directory as it opens, before
+    its first request is served: a `set_working_directory` call through the pipeline,
+    authorized and journaled as if the client had made it.
+    """
     ensure_home(home)
     started_at = datetime.now(UTC)
     journal = SqliteJournal(home.database, config.journal)
     try:
         await recover(home, config, journal)
         host, approvals = assemble(home, config, journal)
+        if project is not None:
+            host.on_open = partial(_declare_project, host, project)
 
         def health() -> dict[str, Any]:
             return {
@@ -81,6 +94,11 @@ async def serve_stdio(home: Home, config: Config) -> int:
                     stdin = StdinLines(wire)
                     stdin.start()
                     async with stdio_server(stdin=stdin) as (read, write):
+
+                        async def answer(error: types.JSONRPCError) -> None:
+                            await write.send(SessionMessage(error))
+
+                        stdin.answer = answer
                         await server.run(read, write, server.create_initialization_options())
                 # stdin ended: the client went away. A handshake-era connection closes the
                 # session itself as it ends; modern-era requests share no connection that
@@ -94,6 +112,13 @@ async def serve_stdio(home: Home, config: Config) -> int:
     finally:
         journal.close()
     return 0
+
+
+async def _declare_project(host: SessionHost, project: Path, hosted: HostedSession) -> None:
+    """Declare `project` in a new session; a refusal is one warning, and the session goes on."""
+    result = await host.call(hosted, SET_WORKING_DIRECTORY, {"path": str(project)})
+    if result.is_error:
+        log.warning("--project %s was not declared: %s", project, result.text.split("\n")[0])
 
 
 async def _stop(host: SessionHost, grace: float) -> None:

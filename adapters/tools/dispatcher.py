@@ -100,13 +100,16 @@ class Dispatcher:
         call: ToolCallRequest,
         *,
         cancel_reason: Callable[[], CancelReason | None] | None = None,
+        refused: str = "",
     ) -> ToolResult:
         """Run one call through the whole pipeline; the one result it gets.
 
         `cancel_reason` says, when the call is cancelled, who cancelled it; the caller
         knows (a client, its session closing, the daemon stopping), the pipeline does not.
+        `refused` says why the client's arguments could not be taken into `call` (see
+        adapters/tools/requests.py): the call is then answered as invalid input.
         """
-        decoded = replace(self._decode(call), recorded=await self._record(run, call))
+        decoded = replace(self._decode(call, refused), recorded=await self._record(run, call))
         can_ask = self.approver is not None and self.approver.available()
         authorization = Authorization(self.policy, self._views, run, decoded, can_ask=can_ask)
         plan = await self._write(run, authorization)
@@ -163,11 +166,14 @@ class Dispatcher:
 
     # -- steps -----------------------------------------------------------------------------
 
-    def _decode(self, call: ToolCallRequest) -> DecodedCall:
+    def _decode(self, call: ToolCallRequest, refused: str = "") -> DecodedCall:
         attempt_id = AttemptId.new()
         tool = self.tools.get(call.name)
         if tool is None:
             return DecodedCall(attempt_id, call, None)
+        if refused:
+            problem = InputProblem(field="arguments", message=redact(refused, self.policy.secrets))
+            return DecodedCall(attempt_id, call, tool, decode_error=refused, problems=(problem,))
         try:
             arguments = tool.arguments.model_validate(call.arguments)
         except ValidationError as error:

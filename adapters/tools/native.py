@@ -21,10 +21,11 @@ from adapters.journal.writer import SessionWriter
 from adapters.tools.approvers import StandingApprover, TerminalApprover
 from adapters.tools.context import PipelinePolicy
 from adapters.tools.dispatcher import Dispatcher
+from adapters.tools.requests import call_request
 from adapters.tools.runs import begin_run, end_run
 from domain.ids import CallId, SessionId
 from domain.ports import Approver
-from domain.session.values import ApprovalVerdict, Audience, RunEndReason, ToolCallRequest
+from domain.session.values import ApprovalVerdict, Audience, RunEndReason
 from domain.tools.definition import ToolDefinition
 from domain.tools.exposure import Visibility, exposure
 from domain.tools.result import ToolResult
@@ -95,10 +96,13 @@ def call_tool(
     # Built before the journal is opened: a bad secrets file stops the call with nothing made.
     tools, policy = wiring.first_party_tools(config, home), wiring.pipeline_policy(home, config)
     try:
-        request = ToolCallRequest(call_id=CallId("cli_pending"), name=tool, arguments=arguments)
+        request, refused = call_request(CallId("cli_pending"), tool, arguments)
     except ValidationError as error:
         msg = f"cannot call {tool!r}: {error.errors()[0]['msg']}"
         raise InvalidToolCallError(msg) from None
+    if refused:  # nothing is journaled for a call the command line can refuse itself
+        msg = f"cannot call {tool!r}: {refused}"
+        raise InvalidToolCallError(msg)
     session_id = None if session is None else wiring.open_reader(home).resolve_session(session)
     journal = wiring.open_journal(home)
     # The session is claimed for the call, before anything is written to it: no daemon

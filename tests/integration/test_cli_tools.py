@@ -183,7 +183,14 @@ def test_attempts_and_receipts_show_in_session_replay(session: str) -> None:
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [("{not json", "--args is not valid JSON"), ("[1, 2]", "--args must be a JSON object")],
+    [
+        ("{not json", "--args is not valid JSON"),
+        ("[1, 2]", "--args must be a JSON object"),
+        ('{"path": ' + "[" * 100 + "]" * 100 + "}", "arguments: nest deeper than 64 levels"),
+        ('{"path": ' + "[" * 300 + "]" * 300 + "}", "arguments: nest deeper than 64 levels"),
+        ('{"path": ' + "[" * 2000 + "]" * 2000 + "}", "arguments nest deeper than 64 levels"),
+    ],
+    ids=["not-json", "not-object", "deep", "deeper", "deepest"],
 )
 def test_malformed_arguments_are_refused_before_anything_is_journaled(
     home: Path, args: str, message: str

@@ -145,7 +145,7 @@ class FindFiles:
 def _find(arguments: FindFilesArguments, target: BoundTarget, check_path: PathCheck) -> ToolOutput:
     problem = glob_problem(arguments.pattern)
     if problem:
-        return ToolOutput(text=problem, outcome=OutcomeCategory.INVALID_INPUT)
+        return ToolOutput(text=f"pattern: {problem}", outcome=OutcomeCategory.INVALID_INPUT)
     refused = directory_refusal(target.path, target.real)
     if refused:
         return refused

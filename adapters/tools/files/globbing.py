@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 GlobMatcher = Callable[[str], bool]
 """Whether a relative POSIX path matches a compiled pattern."""
+MAX_GLOB_CHARS = 1024
+"""A glob is at most this long: matching one name costs up to its length times the name's."""
 
 
 def printable(name: str) -> str:
@@ -27,6 +29,8 @@ def glob_problem(pattern: str) -> str:
     """Why `pattern` cannot be used as a relative search pattern; empty when it can."""
     if not pattern:
         return "the pattern is empty"
+    if len(pattern) > MAX_GLOB_CHARS:
+        return f"the pattern is too long ({len(pattern)} characters; at most {MAX_GLOB_CHARS})"
     if pattern.startswith(("/", "~")):
         return f"the pattern {pattern!r} must be relative to the searched directory"
     if ".." in pattern.split("/"):
@@ -62,9 +66,10 @@ def compile_glob(pattern: str) -> GlobMatcher:
     """A matcher for `pattern` over whole relative paths.
 
     Matching takes time polynomial in the pattern and the path, never exponential: each
-    segment is matched by the classic wildcard walk (one remembered `*`), and `**` segments
-    by a table over (pattern segment, path segment) pairs. A regular expression with many
-    `*` could backtrack for hours on a long name, in a thread that cannot be stopped.
+    segment is matched by the classic wildcard walk (one remembered `*`), and a path is read
+    segment by segment, keeping the set of pattern segments it can have reached. A regular
+    expression with many `*` could backtrack for hours on a long name, in a thread that
+    cannot be stopped; nothing here recurses, so no path is too deep to match.
     """
     segments: list[_Segment | None] = []
     for segment in pattern.split("/"):
@@ -83,29 +88,45 @@ _Segment = list[_Token]
 
 
 def _match_path(pattern: list[_Segment | None], parts: list[str]) -> bool:
-    memo: dict[tuple[int, int], bool] = {}
+    """Whether `parts` match `pattern`, read part by part without recursion.
 
-    def match(at: int, part: int) -> bool:
-        key = (at, part)
-        if key not in memo:
-            if at == len(pattern):
-                found = part == len(parts)
-            elif pattern[at] is None and at == len(pattern) - 1:
-                found = part < len(parts)  # a final `**` is everything below, at least one
-            elif pattern[at] is None:
-                found = match(at + 1, part) or (part < len(parts) and match(at, part + 1))
-            else:
-                segment = pattern[at]
-                found = (
-                    part < len(parts)
-                    and segment is not None
-                    and _match_segment(segment, parts[part])
-                    and match(at + 1, part + 1)
-                )
-            memo[key] = found
-        return memo[key]
+    `reached` holds every pattern position the parts read so far can lead to; a `**` may
+    be passed over (zero parts) except as the last segment, which needs at least one part.
+    """
+    reached = _passing_over(pattern, {0})
+    for part in parts:
+        reached = _passing_over(pattern, _after_part(pattern, reached, part))
+        if not reached:
+            return False
+    return len(pattern) in reached
 
-    return match(0, 0)
+
+def _after_part(pattern: list[_Segment | None], reached: set[int], part: str) -> set[int]:
+    """The positions reached from `reached` by matching one more path segment."""
+    last = len(pattern) - 1
+    following: set[int] = set()
+    for at in reached:
+        if at > last:
+            continue
+        segment = pattern[at]
+        if segment is None:
+            following.add(at)  # `**` takes this part and may take more
+            if at == last:
+                following.add(at + 1)
+        elif _match_segment(segment, part):
+            following.add(at + 1)
+    return following
+
+
+def _passing_over(pattern: list[_Segment | None], positions: set[int]) -> set[int]:
+    """`positions` and every position a non-final `**` among them may skip to."""
+    found, pending = set(positions), list(positions)
+    while pending:
+        at = pending.pop()
+        if at < len(pattern) - 1 and pattern[at] is None and at + 1 not in found:
+            found.add(at + 1)
+            pending.append(at + 1)
+    return found
 
 
 def _match_segment(tokens: _Segment, text: str) -> bool:

@@ -33,6 +33,7 @@ from adapters.tools.files.find_files import (
     walk_tree,
 )
 from adapters.tools.files.globbing import compile_glob, glob_problem, printable
+from adapters.tools.files.patterns import PatternError, compile_regex
 from domain.session.values import FileOperation, OutcomeCategory
 from domain.tools.definition import Concurrency, ToolDefinition, ToolEffects
 from domain.tools.output import redact_cut
@@ -131,11 +132,11 @@ def _grep(
     search_seconds: float = SEARCH_SECONDS,
 ) -> ToolOutput:
     try:
-        pattern = regex.compile(arguments.pattern, regex.IGNORECASE if arguments.ignore_case else 0)
-    except regex.error as error:
-        return _invalid(f"invalid regular expression {arguments.pattern!r}: {error}")
+        pattern = compile_regex(arguments.pattern, regex.IGNORECASE if arguments.ignore_case else 0)
+    except PatternError as error:
+        return _invalid(f"pattern: {error}")
     if arguments.glob is not None and (problem := glob_problem(arguments.glob)):
-        return _invalid(problem)
+        return _invalid(f"glob: {problem}")
     try:
         mode = os.lstat(target.real).st_mode
     except (FileNotFoundError, NotADirectoryError):

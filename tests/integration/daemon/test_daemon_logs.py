@@ -15,7 +15,7 @@ from adapters.daemon.logs import configure_logging
 from adapters.home import Home
 
 LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z INFO ledgerclaw\.test: hello$")
-QUIETED = ("uvicorn.access", "httpx2", "httpcore2", "mcp")
+QUIETED = ("uvicorn.access", "httpx2", "httpcore2", "mcp", "uvicorn.error")
 
 
 @pytest.fixture(autouse=True)
@@ -94,11 +94,11 @@ def test_the_level_filters_records(tmp_path: Path) -> None:
     ("level", "mcp"), [("info", logging.WARNING), ("debug", logging.DEBUG)], ids=["info", "debug"]
 )
 def test_noisy_libraries_are_quieted(tmp_path: Path, level: str, mcp: int) -> None:
-    """Access logs and HTTP clients log warnings only; the MCP SDK too unless debugging."""
+    """Access logs and HTTP clients log warnings only; the MCP SDK and uvicorn unless debugging."""
     configure_logging(Home(tmp_path), level, to_terminal=False)
 
     quieted = [logging.getLogger(name).getEffectiveLevel() for name in QUIETED]
-    assert [logging.WARNING, logging.WARNING, logging.WARNING, mcp] == quieted
+    assert [logging.WARNING, logging.WARNING, logging.WARNING, mcp, mcp] == quieted
 
 
 def test_the_file_rotates_at_ten_mib_keeping_five_private_files(
@@ -137,3 +137,37 @@ def test_an_unknown_level_is_refused(tmp_path: Path) -> None:
         configure_logging(Home(tmp_path), "trace")
 
     assert not (tmp_path / "logs").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("adapters.daemon.host", "ledgerclaw.adapters.daemon.host"),
+        ("ledgerclaw.test", "ledgerclaw.test"),
+        ("uvicorn.error", "ledgerclaw.http"),
+        ("mcp.server.streamable_http", "ledgerclaw.mcp.server.streamable_http"),
+        ("asyncio", "ledgerclaw.asyncio"),
+    ],
+)
+def test_every_line_carries_a_ledgerclaw_name(tmp_path: Path, name: str, shown: str) -> None:
+    """Our modules' records and every library's are written under a `ledgerclaw` name."""
+    path = configure_logging(Home(tmp_path), "warning", to_terminal=False)
+
+    logging.getLogger(name).warning("hello")
+
+    [line] = path.read_text().splitlines()
+    assert f" WARNING {shown}: hello" == line[line.index(" ") :]
+
+
+def test_a_quiet_terminal_gets_only_warnings_and_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With quiet_terminal at info, stderr gets warnings only; the file gets everything."""
+    path = configure_logging(Home(tmp_path), "info", quiet_terminal=True)
+
+    logging.getLogger("adapters.mcp.stdio").info("started")
+    logging.getLogger("adapters.mcp.stdio").warning("no root is configured")
+
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.endswith(" WARNING ledgerclaw.adapters.mcp.stdio: no root is configured")
+    assert 2 == len(path.read_text().splitlines())
