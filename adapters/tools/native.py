@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import anyio
@@ -25,7 +26,7 @@ from adapters.tools.requests import call_request
 from adapters.tools.runs import begin_run, end_run
 from domain.ids import CallId, SessionId
 from domain.ports import Approver
-from domain.session.values import ApprovalVerdict, Audience, RunEndReason
+from domain.session.values import ApprovalVerdict, Audience, CancelReason, RunEndReason
 from domain.tools.definition import ToolDefinition
 from domain.tools.exposure import Visibility, exposure
 from domain.tools.result import ToolResult
@@ -127,7 +128,12 @@ def call_tool(
         request = request.model_copy(update={"call_id": CallId(f"cli_{run.run_id.hex[:12]}")})
         reason = RunEndReason.ABORT
         try:
-            result = anyio.run(dispatcher.call, run, request)
+            # Ctrl-C is the person at the terminal, the client of this call, giving up on it.
+            result = anyio.run(
+                partial(dispatcher.call, cancel_reason=lambda: CancelReason.CLIENT_CANCELLED),
+                run,
+                request,
+            )
             reason = RunEndReason.NATURAL
         finally:
             end_run(journal, run, reason)

@@ -299,6 +299,7 @@ def test_ctrl_c_cancels_the_call_and_journals_it(home: Path) -> None:
     names = [event["event"].removeprefix("session.") for event in events]
     assert ["receipt_recorded", "run_ended"] == names[-2:]
     assert "cancelled" in json.dumps(events[-2])
+    assert "client_cancelled" in json.dumps(events[-2])
     assert "abort" in json.dumps(events[-1])
 
 
