@@ -36,6 +36,7 @@ from domain.session.values import (
     ShellRun,
     ToolReceipt,
 )
+from domain.shell.confinement import Confinement, SandboxMode
 from domain.tools.exposure import NO_SUCH_TOOL
 from projections import registry
 from projections.authorization_audit import AuthorizationAudit
@@ -379,6 +380,34 @@ def test_the_audit_row_of_a_shell_call_has_its_arguments_command_and_how_it_ran(
     }
 
 
+def test_the_audit_row_of_a_shell_call_says_which_sandbox_confined_it() -> None:
+    """The receipt's confinement becomes the sandbox columns: mode, ABI, network, rules, gaps."""
+    confinement = Confinement(
+        mode=SandboxMode.BEST_EFFORT,
+        abi=3,
+        confined=True,
+        rules_digest="cd" * 32,
+        network=False,
+        missing=("TCP bind and connect (ABI 4)", "device ioctl (ABI 5)"),
+    )
+    receipt_with = ToolReceipt(
+        outcome=OutcomeCategory.SUCCESS, shell=SHELL_RUN, confinement=confinement
+    )
+    timeline = (
+        Timeline()
+        .at(1, shell_started(A1), allowed(A1, "reviewed-safe: touch"))
+        .at(2, receipt(A1, receipt_with))
+    )
+    [row] = audit(timeline)
+    assert {
+        "sandbox": "confined (best_effort)",
+        "sandbox_abi": 3,
+        "sandbox_network": 0,
+        "sandbox_rules": "cd" * 32,
+        "sandbox_missing": "TCP bind and connect (ABI 4); device ioctl (ABI 5)",
+    } == {key: row[key] for key in row if key.startswith("sandbox")}
+
+
 def test_a_bounded_command_argument_shows_its_head_until_a_receipt_gives_it_whole() -> None:
     """A denied command too long to record whole is known by its first bytes."""
     head = {"sha256": "ab" * 32, "size": 5000, "head": "echo aaaa"}
@@ -481,6 +510,11 @@ def audited(attempt: AttemptId, tool: str = "read_file", **changes: Any) -> dict
         "shell_timed_out": None,
         "shell_duration_ms": None,
         "shell_output_bytes": None,
+        "sandbox": None,
+        "sandbox_abi": None,
+        "sandbox_network": None,
+        "sandbox_rules": None,
+        "sandbox_missing": None,
     } | changes
 
 

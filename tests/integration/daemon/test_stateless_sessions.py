@@ -170,7 +170,7 @@ def test_approvals_list_shows_device_client_and_session(daemon: RunningDaemon, w
     [table] = shown
 
     header = table.splitlines()[1].split()
-    assert ["device", "client", "session"] == [w for w in header if w in COLUMNS]
+    assert ["session", "device", "client"] == [w for w in header if w in COLUMNS]
     assert "build-agent" in table
     assert "nightly" in table
     device = cli_json(daemon.home, "devices", "list")[0]["device_id"]
