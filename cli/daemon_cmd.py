@@ -105,6 +105,7 @@ def serve(
     project: Path | None = typer.Option(
         None,
         "--project",
+        metavar="DIR",
         exists=True,
         file_okay=False,
         help=(
