@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -23,17 +21,6 @@ from tests.daemon_harness import (
 from tests.integration.sqlite_helpers import query
 
 EVENTS = "SELECT originator_id, originator_version FROM stored_events"
-
-
-@pytest.fixture
-def daemon(tmp_path: Path, work: Path) -> Iterator[RunningDaemon]:
-    """A running daemon with one paired device."""
-    home = tmp_path / "home"
-    write_governed_config(home, work)
-    running = start_daemon(home)
-    running.pair()
-    yield running
-    running.stop(signal.SIGKILL if running.process.poll() is None else signal.SIGTERM)
 
 
 def refusal(done: subprocess.CompletedProcess[str]) -> str:

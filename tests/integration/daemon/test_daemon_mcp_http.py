@@ -6,7 +6,6 @@ import contextlib
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,17 +27,6 @@ from tests.daemon_harness import (
 )
 from tests.integration.daemon.journal_view import events, session_ids
 from tests.integration.daemon.scenarios import exercise_every_tool, saw_list_changed
-
-
-@pytest.fixture
-def daemon(tmp_path: Path, work: Path) -> Iterator[RunningDaemon]:
-    """A running daemon with one paired device."""
-    home = tmp_path / "home"
-    write_governed_config(home, work)
-    running = start_daemon(home)
-    running.pair()
-    yield running
-    running.stop(signal.SIGKILL if running.process.poll() is None else signal.SIGTERM)
 
 
 @pytest.mark.anyio

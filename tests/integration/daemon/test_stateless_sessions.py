@@ -33,17 +33,6 @@ CLIENT = types.Implementation(name="build-agent", version="1.0")
 COLUMNS = {"device", "client", "session"}
 
 
-@pytest.fixture
-def daemon(tmp_path: Path, work: Path) -> Iterator[RunningDaemon]:
-    """A running daemon with one paired device."""
-    home = tmp_path / "home"
-    write_governed_config(home, work)
-    running = start_daemon(home)
-    running.pair()
-    yield running
-    running.stop(signal.SIGKILL if running.process.poll() is None else signal.SIGTERM)
-
-
 @pytest.fixture(scope="module")
 def quiet_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningDaemon]:
     """A daemon with one paired device, shared by tests that open no session."""
