@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 from enum import StrEnum
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -45,11 +47,25 @@ class AudienceSetting(_Section):
     deny: tuple[str, ...] = ()
 
 
+_Word = TypeVar("_Word", bound=StrEnum)
+
+
 class NetworkAccess(StrEnum):
     """Whether sandboxed commands may bind and connect over TCP."""
 
     DENY = "deny"
     ALLOW = "allow"
+
+
+def _choice(vocabulary: type[_Word], value: object, what: str) -> _Word:
+    """`value` as a member of `vocabulary`, or a ValueError that suggests the closest one."""
+    words = [member.value for member in vocabulary]
+    if isinstance(value, str) and value in words:
+        return vocabulary(value)
+    close = difflib.get_close_matches(str(value), words, n=1)
+    hint = f' (did you mean "{close[0]}"?)' if close else ""
+    msg = f"expected {what}, got {value!r}{hint}"
+    raise ValueError(msg)
 
 
 class ShellSettings(_Section):
@@ -63,6 +79,19 @@ class ShellSettings(_Section):
     default_timeout_seconds: int = Field(default=DEFAULT_SHELL_TIMEOUT, ge=1, le=600)
     sandbox: SandboxMode = SandboxMode.REQUIRED
     network: NetworkAccess | dict[Audience, NetworkAccess] = NetworkAccess.DENY
+
+    @field_validator("network", mode="before")
+    @classmethod
+    def _one_network_choice(cls, value: object) -> object:
+        """`deny`, `allow`, or a table of audiences: one plain error, not one per reading."""
+        if isinstance(value, dict):
+            return {
+                _choice(Audience, key, "an audience (personal, team or public)"): _choice(
+                    NetworkAccess, access, '"deny" or "allow"'
+                )
+                for key, access in value.items()
+            }
+        return _choice(NetworkAccess, value, '"deny", "allow" or a table of audiences')
 
     def network_for(self, audience: Audience) -> bool:
         """Whether commands of `audience` keep TCP open (an audience not named: denied)."""
