@@ -1,25 +1,25 @@
 """The Landlock launcher: confine this process by a ruleset, then become the command; adapters.
 
-It is run as its own small program (`python -I -S launch.py RULESET -- COMMAND...`) and imports
-only the standard library, so it starts fast and trusts nothing from the environment. It builds
+It is run as its own small program (`python -I -S launch.py RULESET... -- COMMAND...`) and
+imports only the standard library (not even json, whose regular expressions cost more than
+the rest of its start), so it starts fast and trusts nothing from the environment. It builds
 the Landlock ruleset, sets no-new-privileges, restricts itself and executes the command, which
 inherits the restriction with every process it starts; nothing in them can lift it. The same
 module answers which Landlock ABI the kernel offers.
 
-RULESET is JSON: `{"paths": [[path, rights], ...], "network": bool, "scopes": bool, "abi": N}`,
-with `rights` a bit mask of the filesystem rights below and `abi` an optional cap on the ABI.
-A path that cannot be opened is skipped
-(a rule cannot allow what does not exist). Exit codes: 126 when the sandbox cannot be made,
-127 when the command cannot be executed, as shells report both.
+RULESET is a list of words: `--allow=RIGHTS:PATH` for each allowed hierarchy (RIGHTS a bit
+mask of the filesystem rights below, PATH absolute), `--network` to leave TCP open,
+`--no-scopes` to leave signals and abstract sockets unscoped, `--abi=N` to cap the ABI.
+A path that cannot be opened is skipped (a rule cannot allow what does not exist). Exit codes:
+126 when the sandbox cannot be made, 127 when the command cannot be executed, as shells do.
 """
 
 from __future__ import annotations
 
+import _signal  # the C module: `signal` would import enum, a third of the start-up
 import ctypes
 import errno
-import json
 import os
-import signal
 import struct
 import sys
 
@@ -147,31 +147,52 @@ def _add_path(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
         os.close(fd)
 
 
+def parse(argv: list[str]) -> tuple[list[tuple[str, int]], bool, bool, int | None, list[str]]:
+    """The rules, network, scopes, ABI cap and command of `RULESET... -- COMMAND...`."""
+    if "--" not in argv:
+        msg = "no -- before the command"
+        raise ValueError(msg)
+    split = argv.index("--")
+    ruleset, command = argv[:split], argv[split + 1 :]
+    if not command:
+        msg = "no command after --"
+        raise ValueError(msg)
+    paths: list[tuple[str, int]] = []
+    network, scopes, abi = False, True, None
+    for word in ruleset:
+        if word == "--network":
+            network = True
+        elif word == "--no-scopes":
+            scopes = False
+        elif word.startswith("--abi="):
+            abi = int(word.removeprefix("--abi="))
+        elif word.startswith("--allow="):
+            rights, _, path = word.removeprefix("--allow=").partition(":")
+            if not path.startswith("/"):
+                msg = f"not an absolute path: {path!r}"
+                raise ValueError(msg)
+            paths.append((path, int(rights)))
+        else:
+            msg = f"unknown ruleset word {word!r}"
+            raise ValueError(msg)
+    return paths, network, scopes, abi, command
+
+
 def main(argv: list[str]) -> int:
-    """Parse `RULESET -- COMMAND...`, confine this process, and execute the command."""
-    if len(argv) < 3 or argv[1] != "--":  # noqa: PLR2004 - RULESET, "--", and a command
-        sys.stderr.write("usage: launch.py RULESET -- COMMAND [ARG...]\n")
-        return CANNOT_CONFINE
+    """Parse the ruleset, confine this process, and execute the command."""
     try:
-        spec = json.loads(argv[0])
-        paths = [(str(path), int(rights)) for path, rights in spec["paths"]]
-        restrict_self(
-            paths,
-            network=bool(spec["network"]),
-            scopes=bool(spec.get("scopes", True)),
-            abi=None if spec.get("abi") is None else int(spec["abi"]),
-        )
-    except (ValueError, KeyError, TypeError) as error:
+        paths, network, scopes, abi, command = parse(argv)
+        restrict_self(paths, network=network, scopes=scopes, abi=abi)
+    except ValueError as error:
         sys.stderr.write(f"sandbox: unusable ruleset: {error}\n")
         return CANNOT_CONFINE
     except OSError as error:
         sys.stderr.write(f"sandbox: cannot confine the command: {error.strerror}\n")
         return CANNOT_CONFINE
-    command = argv[2:]
     # Python ignores these at start-up, and an ignored signal stays ignored across exec:
     # the command must see a closed pipe as SIGPIPE, as it would when started by a shell.
-    for name in ("SIGPIPE", "SIGXFSZ"):
-        signal.signal(getattr(signal, name), signal.SIG_DFL)
+    for signum in (_signal.SIGPIPE, _signal.SIGXFSZ):
+        _signal.signal(signum, _signal.SIG_DFL)
     try:
         os.execv(command[0], command)  # noqa: S606 - becoming the confined command is the point
     except OSError as error:

@@ -101,15 +101,19 @@ class Ruleset:
     carved: tuple[str, ...] = field(default=())
     """Roots that hold a protected path, allowed through their other entries instead."""
 
-    def spec(self, abi: int | None = None) -> str:
-        """The launcher's RULESET argument; `abi` caps the Landlock ABI the launcher uses."""
-        paths = [[rule.path, rule.rights] for rule in self.rules]
-        body = {"paths": paths, "network": self.network, "scopes": True, "abi": abi}
-        return orjson.dumps(body).decode()
+    def arguments(self, abi: int | None = None) -> list[str]:
+        """The launcher's RULESET words; `abi` caps the Landlock ABI the launcher uses."""
+        words = [f"--allow={rule.rights}:{rule.path}" for rule in self.rules]
+        if self.network:
+            words.append("--network")
+        if abi is not None:
+            words.append(f"--abi={abi}")
+        return words
 
     def digest(self) -> str:
         """A sha256 of the rules and the network choice: equal digests, equal confinement."""
-        return hashlib.sha256(self.spec().encode()).hexdigest()
+        paths = [[rule.path, rule.rights] for rule in self.rules]
+        return hashlib.sha256(orjson.dumps({"paths": paths, "network": self.network})).hexdigest()
 
 
 def root_rights(root: TrustedRoot) -> int:

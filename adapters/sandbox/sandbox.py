@@ -105,5 +105,5 @@ class Sandbox:
             missing=missing_features(self.abi, network=network),
             carved=ruleset.carved,
         )
-        launcher = [self.python, "-I", "-S", LAUNCHER, ruleset.spec(self.abi), "--"]
+        launcher = [self.python, "-I", "-S", LAUNCHER, *ruleset.arguments(self.abi), "--"]
         return Confined(argv=[*launcher, *argv], confinement=record, ruleset=ruleset)

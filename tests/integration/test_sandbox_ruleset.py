@@ -190,17 +190,25 @@ def test_the_digest_changes_with_the_rules_and_the_network(tmp_path: Path) -> No
 
 
 @pytest.mark.skipif(launch.abi_version() < 1, reason="needs Landlock")
-def test_the_launcher_reports_an_unusable_ruleset_and_runs_nothing(tmp_path: Path) -> None:
-    """A ruleset that is not JSON exits 126 with one line, and the command never runs."""
+@pytest.mark.parametrize(
+    "ruleset",
+    [["{not a rule"], ["--allow=x:/usr"], ["--allow=13:relative"], ["--abi=seven"]],
+    ids=["unknown-word", "bad-rights", "relative-path", "bad-abi"],
+)
+def test_the_launcher_reports_an_unusable_ruleset_and_runs_nothing(
+    tmp_path: Path, ruleset: list[str]
+) -> None:
+    """A ruleset it cannot read exits 126 with one line, and the command never runs."""
     marker = tmp_path / "ran"
     result = subprocess.run(
-        [sys.executable, "-I", "-S", LAUNCHER, "{not json", "--", "/bin/touch", str(marker)],
+        [sys.executable, "-I", "-S", LAUNCHER, *ruleset, "--", "/bin/touch", str(marker)],
         capture_output=True,
         text=True,
         check=False,
     )
 
     assert launch.CANNOT_CONFINE == result.returncode
+    assert 1 == len(result.stderr.splitlines())
     assert result.stderr.startswith("sandbox: unusable ruleset")
     assert not marker.exists()
 
@@ -215,9 +223,9 @@ def test_the_launcher_confines_any_command_line(tmp_path: Path) -> None:
     reach = Reach(
         roots=(_root(allowed, FileOperation.WRITE),), protected=(), home=None, tmp_dir=str(allowed)
     )
-    spec = build_ruleset(reach, network=False).spec()
+    words = build_ruleset(reach, network=False).arguments()
     result = subprocess.run(
-        [sys.executable, "-I", "-S", LAUNCHER, spec, "--", "/bin/cat", str(denied / "f")],
+        [sys.executable, "-I", "-S", LAUNCHER, *words, "--", "/bin/cat", str(denied / "f")],
         capture_output=True,
         text=True,
         check=False,
