@@ -78,6 +78,17 @@ def test_audience_rules_hide_tools_with_a_reason(rules: AudienceTools, reason: s
     assert (False, reason) == (views["shell_execute"].policy_visible, views["shell_execute"].reason)
 
 
+def test_an_audience_missing_from_a_configured_policy_gets_no_tools() -> None:
+    """Rules for one audience only: another audience sees nothing, not everything."""
+    policy = ExposurePolicy(
+        audiences={Audience.PERSONAL: AudienceTools()}, features=frozenset({"web"})
+    )
+    views = exposure(REGISTRY, policy, Audience.TEAM)
+    assert [] == [view.name for view in views if view.policy_visible]
+    assert {"not offered to team sessions"} == {view.reason for view in views}
+    assert [] == request_tools(REGISTRY, policy, Audience.TEAM)
+
+
 def test_the_default_public_audience_has_no_shell() -> None:
     """Public sessions do not see shell_execute by default."""
     names = [d.name for d in request_tools(REGISTRY, ExposurePolicy(), Audience.PUBLIC)]
