@@ -20,8 +20,10 @@ Paths are named as written, never resolved, and erring towards too many:
 - a command name holding `/`;
 - every redirection target, except a descriptor copied or closed (`2>&1`, `>&-`);
 - for each of these that holds a `:`, also each part of the colon-separated list, since many
-  commands read such lists (`file -m a:b`, `PATH=a:b`); a part starting with `~` is named both
-  as its home and as the literal relative name, because only assignments expand it.
+  commands read such lists (`file -m a:b`, `PATH=a:b`);
+- for each of these found inside a word that starts with `~` (`--file=~/x`, `a:~/x`), both the
+  home and the literal relative name `./~/x`, since some shells expand such a `~` and others
+  pass it on as it is.
 
 A descriptor number against a redirection is a single digit, as dash reads it: in `cat 12<x`
 the `12` is a word and a path. A word quoted at its `~` names a relative path (`./~x`), since
@@ -65,7 +67,7 @@ GLOB = re.compile(r"[*?\[]")
 MAX_CLUSTER_LETTERS = 64
 """Leading letters of a short option cluster whose suffixes are named; more is a problem."""
 _CLUSTER_LETTERS = re.compile(r"[A-Za-z0-9]*")
-_OTHER_HOME = re.compile(r"(?:^|[=:])~[^/+-]")
+_OTHER_HOME = re.compile(r"(?:^|[=:])~[^/]")
 _EXPANSION = re.compile(r"[$`]")
 _SHOWN_CHARS = 24
 _ROUGH_TOKEN = re.compile(r"[();<>|&\n]+|[^\s();<>|&]+")
@@ -336,6 +338,9 @@ def _paths_in_word(word: str, *, command_word: bool, operand: bool, globbed: boo
         after = word.partition("=")[2]
         values = [word, _path_named_by(after, globbed=False)]
     named = values + [part for value in values for part in _listed(value)]
+    # A `~` inside a word (after `=`, `:` or an option letter) is expanded by some shells
+    # and passed on literally by others: both readings are named.
+    named += [f"./{path}" for path in named if path.startswith("~") and path != word]
     return [_before_glob(path) if globbed else path for path in named]
 
 
@@ -357,15 +362,10 @@ def _cluster_too_long(word: str) -> bool:
 
 
 def _listed(value: str) -> list[str]:
-    """The parts of a colon-separated list, for a value that holds a `:`; else none.
-
-    A part starting with `~` is also named as the literal relative name, since the shell expands
-    a `~` after a `:` only in assignments.
-    """
+    """The parts of a colon-separated list, for a value that holds a `:`; else none."""
     if ":" not in value:
         return []
-    parts = [part for part in value.split(":") if part]
-    return parts + [f"./{part}" for part in parts if part.startswith("~")]
+    return [part for part in value.split(":") if part]
 
 
 def _quoted_tilde(token: _Token) -> bool:

@@ -172,11 +172,27 @@ def test_another_users_home_needs_approval(command: str) -> None:
         ("cat \\~/x", ("./~/x",)),
         ("cat <'~x'", ("./~x",)),
         ("cat '~root'", ("./~root",)),
+        ("grep --file=~/x a", ("~/x", "./~/x", "a")),
+        ("cat x=~/y", ("x=~/y", "~/y", "./~/y")),
+        ("ls -I~/z", ("~/z", "./~/z")),
+        ("X=~/y ls", ("~/y",)),
     ],
-    ids=["expanded", "quoted", "escaped", "quoted-target", "quoted-user"],
+    ids=[
+        "expanded",
+        "quoted",
+        "escaped",
+        "quoted-target",
+        "quoted-user",
+        "long-value",
+        "after-equals",
+        "cluster",
+        "assignment",
+    ],
 )
-def test_a_quoted_tilde_names_a_relative_path(command: str, paths: tuple[str, ...]) -> None:
-    """Only an unquoted `~` is a home; a quoted one is a name in the working directory."""
+def test_a_tilde_names_the_home_and_the_literal_name_as_shells_differ(
+    command: str, paths: tuple[str, ...]
+) -> None:
+    """An unquoted `~` starting a word is a home, a quoted one a name; inside a word, both."""
     assessment = assess(command)
     assert (True, paths) == (assessment.parsed, assessment.paths)
 
