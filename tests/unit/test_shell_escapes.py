@@ -51,12 +51,17 @@ def test_every_suffix_of_an_option_cluster_is_a_path(command: str, paths: tuple[
 
 
 def test_a_cluster_longer_than_the_bound_is_not_read() -> None:
-    """Up to `MAX_CLUSTER_LETTERS` leading letters are read; one more leaves it unparsed."""
+    """Up to `MAX_CLUSTER_LETTERS` leading letters are read; one more leaves it unparsed.
+
+    A long option or an operand after `--` is no cluster, however long.
+    """
     within = assess("ls -" + "l" * MAX_CLUSTER_LETTERS)
     beyond = assess("ls -" + "l" * (MAX_CLUSTER_LETTERS + 1))
     assert (True, MAX_CLUSTER_LETTERS - 1) == (within.parsed, len(within.paths))
     assert (False, None) == (beyond.parsed, beyond.reviewed_safe_phrase)
     assert f"longer than {MAX_CLUSTER_LETTERS} letters" in beyond.problem
+    for long_words in ("ls --", "ls -- -"):
+        assert assess(long_words + "l" * (MAX_CLUSTER_LETTERS + 1)).parsed
 
 
 @pytest.mark.parametrize(
@@ -103,6 +108,9 @@ def test_only_one_digit_before_a_redirection_is_a_descriptor(
         ("ln --target-directory=d ../a", ["d/../a"]),
         ("ln --target d ../a", ["d/../a"]),
         ("ln -S .bak -s ../a sub/l", ["sub/l/../a", "sub/../a"]),
+        ("ln --suffix .bak -s ../a sub/l", ["sub/l/../a", "sub/../a"]),
+        ("ln --suffix=.bak -s ../a sub/l", ["sub/l/../a", "sub/../a"]),
+        ("ln --s ../a sub/l", ["sub/l/../a", "sub/../a"]),
         ("ln -s -- ../a -l", ["-l/../a"]),
         ("/bin/ln ../a b c", ["c/../a", "c/b"]),
         ("cp -s ../a b", []),
@@ -115,6 +123,9 @@ def test_only_one_digit_before_a_redirection_is_a_descriptor(
         "long-target-directory",
         "abbreviated",
         "suffix-value",
+        "long-suffix-value",
+        "long-suffix-attached",
+        "ambiguous-long-option",
         "double-dash",
         "several-targets",
         "not-ln",
