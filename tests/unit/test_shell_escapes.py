@@ -11,6 +11,8 @@ from domain.shell.policy import (
     MAX_COMMAND_BYTES,
     MAX_NESTED_CHARS,
     MAX_NESTED_LINES,
+    MAX_NESTING,
+    MAX_PROBLEM_CHARS,
     ShellAssessment,
     ShellPolicy,
     assess_command,
@@ -273,3 +275,34 @@ def test_exactly_the_nested_character_budget_is_read() -> None:
     over = f"{deep}; sh -c " + shlex.quote("ls " + "b" * (pad - 2))
     assert (True, "") == (assess(exact).parsed, assess(exact).problem)
     assert (False, BUDGET_PROBLEM) == (assess(over).parsed, assess(over).problem)
+
+
+NOT_PARSED_INSIDE = "a command line it runs is not parsed: "
+
+
+def test_a_problem_of_exactly_the_cap_is_kept_whole_and_a_longer_one_is_cut() -> None:
+    """At `MAX_PROBLEM_CHARS` a problem is whole; past it, cut to the cap and marked `...`."""
+    exact = NOT_PARSED_INSIDE * MAX_NESTING + "compound commands ('function') are not supported"
+    longer = NOT_PARSED_INSIDE * MAX_NESTING + "a glob pattern is expanded by the shell at run time"
+    assert (MAX_PROBLEM_CHARS, MAX_PROBLEM_CHARS + 3) == (len(exact), len(longer))
+    assert exact == assess(nested("function f", MAX_NESTING)).problem
+    capped = longer[: MAX_PROBLEM_CHARS - len("...")] + "..."
+    assert capped == assess(nested("ls *", MAX_NESTING)).problem
+
+
+@pytest.mark.parametrize(
+    ("command", "problem"),
+    [
+        ("ls \udc80", "the command is not valid UTF-8"),
+        ("ls\nls", "the command spans more than one line"),
+        ("ls\x07", "the command contains NUL or another control character"),
+    ],
+)
+def test_an_unreadable_command_says_exactly_why(command: str, problem: str) -> None:
+    """The problem of a command that is not read at all is one fixed sentence."""
+    assert problem == assess(command).problem
+
+
+def test_a_nest_too_deep_still_denies_a_rule_behind_an_env_escape() -> None:
+    r"""The last-resort scan reads env's `\_` as a space, so `sudo\_ls` deep down is `sudo`."""
+    assert "sudo" == assess(nested("env -S sudo\\_ls", MAX_NESTING + 1)).hard_denied
