@@ -316,3 +316,33 @@ def test_an_unreadable_command_says_exactly_why(command: str, problem: str) -> N
 def test_a_nest_too_deep_still_denies_a_rule_behind_an_env_escape() -> None:
     r"""The last-resort scan reads env's `\_` as a space, so `sudo\_ls` deep down is `sudo`."""
     assert "sudo" == assess(nested("env -S sudo\\_ls", MAX_NESTING + 1)).hard_denied
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "find -exec sudo ls \\;",
+        "find . -exec ls \\; -exec sudo x \\;",
+        "env -- sudo ls",
+        "nice -- sudo ls",
+        "env --ignore-environment sudo ls",
+        "env " + "-S ls " * 15 + "-S 'sudo x'",
+    ],
+    ids=["exec-first", "second-exec", "env-dashes", "nice-dashes", "long-flag", "last-split"],
+)
+def test_a_denied_command_is_found_wherever_a_wrapper_puts_it(command: str) -> None:
+    """Each `-exec`, the word after `--`, and the last `env -S` string are read for rules."""
+    assert "sudo" == assess(command).hard_denied
+
+
+def test_a_valued_option_at_the_end_of_a_wrapper_reads_cleanly() -> None:
+    """`env --unset` with no value after it is parsed, not an error."""
+    assessment = assess("env --unset")
+    assert (True, None) == (assessment.parsed, assessment.hard_denied)
+
+
+@pytest.mark.parametrize("command", ["uniq -- -a -b", "uniq - out", "uniq -- a -"])
+def test_uniq_with_an_output_operand_is_not_reviewed_safe(command: str) -> None:
+    """After `--` every word is an operand, and a lone `-` is one too: `uniq IN OUT` writes."""
+    assessment = assess(command)
+    assert (True, None) == (assessment.parsed, assessment.reviewed_safe_phrase)

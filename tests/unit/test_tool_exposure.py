@@ -108,6 +108,17 @@ def test_a_definition_renders_as_a_function_for_the_model() -> None:
     assert {"name": "read_file", "description": "the read_file tool", "parameters": SCHEMA} == (
         rendered["function"]
     )
+    assert "function" == rendered["type"]
+
+
+def test_a_loaded_deferred_tool_joins_the_request() -> None:
+    """After load_tool, the deferred tool is in the next request, after the core ones."""
+    names = [d.name for d in request_tools(REGISTRY, ExposurePolicy(), Audience.PERSONAL)]
+    loaded = request_tools(REGISTRY, ExposurePolicy(), Audience.PERSONAL, ["find_files"])
+    assert (["read_file", "shell_execute"], ["read_file", "find_files", "shell_execute"]) == (
+        names,
+        [d.name for d in loaded],
+    )
 
 
 def _call(name: str, index: int) -> ToolCallRequest:
