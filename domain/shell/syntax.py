@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import string
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -66,7 +67,7 @@ GLOB = re.compile(r"[*?\[]")
 """A glob character: `*`, `?` or `[`."""
 MAX_CLUSTER_LETTERS = 64
 """Leading letters of a short option cluster whose suffixes are named; more is a problem."""
-_CLUSTER_LETTERS = re.compile(r"[A-Za-z0-9]*")
+_CLUSTER_LETTERS = string.ascii_letters + string.digits
 _OTHER_HOME = re.compile(r"(?:^|[=:])~[^/]")
 _EXPANSION = re.compile(r"[$`]")
 _SHOWN_CHARS = 24
@@ -349,16 +350,20 @@ def _cluster_values(word: str) -> list[str]:
 
     `-bmX` gives `mX` and `X`, since a letter that takes a value takes the rest of the cluster.
     """
-    letters = _CLUSTER_LETTERS.match(word, 1)
-    end = 1 + min(len(letters[0]) if letters else 0, MAX_CLUSTER_LETTERS)
+    end = 1 + min(_leading_letters(word), MAX_CLUSTER_LETTERS)
     return [word[start:] for start in range(2, end + 1) if word[start:]]
 
 
 def _cluster_too_long(word: str) -> bool:
     if not word.startswith("-") or word.startswith("--"):
         return False
-    letters = _CLUSTER_LETTERS.match(word, 1)
-    return letters is not None and len(letters[0]) > MAX_CLUSTER_LETTERS
+    return _leading_letters(word) > MAX_CLUSTER_LETTERS
+
+
+def _leading_letters(word: str) -> int:
+    """How many letters and digits follow the option word's leading `-`."""
+    rest = word[1:]
+    return len(rest) - len(rest.lstrip(_CLUSTER_LETTERS))
 
 
 def _listed(value: str) -> list[str]:

@@ -346,3 +346,9 @@ def test_uniq_with_an_output_operand_is_not_reviewed_safe(command: str) -> None:
     """After `--` every word is an operand, and a lone `-` is one too: `uniq IN OUT` writes."""
     assessment = assess(command)
     assert (True, None) == (assessment.parsed, assessment.reviewed_safe_phrase)
+
+
+def test_a_glob_names_the_directory_before_its_first_glob_character() -> None:
+    """`/*` names `/`, and `src/*/x` names `src/`, never a literal path holding the glob."""
+    assessment = assess("ls /* src/*/x")
+    assert (False, ("/", "src/")) == (assessment.parsed, assessment.paths)
