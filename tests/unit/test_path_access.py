@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from domain.authorization.approvals import covering_grant, grant_key
+from domain.authorization.approvals import MAX_GRANT_KEY, covering_grant, grant_key
 from domain.authorization.facts import LinkFact, PathFacts, canonical, is_within
 from domain.authorization.path_access import PathAllowed, PathDenied, decide_path
 from domain.authorization.relative_base import BaseCandidate, join_base, select_base
@@ -194,6 +194,24 @@ def test_a_shell_grant_key_is_the_exact_command(approved: str, other: str) -> No
     assert covering_grant(grants, key, []) is not None
     assert covering_grant(grants, grant_key("shell_execute", other), []) is None
     assert covering_grant(grants, "", []) is None
+
+
+def test_a_grant_key_of_exactly_the_bound_is_kept_and_a_longer_one_never_granted() -> None:
+    """At `MAX_GRANT_KEY` characters a key is whole; one more and no grant can cover it."""
+    prefix = "shell_execute: "
+    exact = grant_key("shell_execute", "x" * (MAX_GRANT_KEY - len(prefix)))
+    assert MAX_GRANT_KEY == len(exact)
+    longer = grant_key("shell_execute", "x" * (MAX_GRANT_KEY - len(prefix) + 1))
+    other = grant_key("shell_execute", "y" * (MAX_GRANT_KEY - len(prefix) + 1))
+    assert ("", "") == (longer, other)
+    assert covering_grant([ApprovalGrant(key=exact)], exact, []) is not None
+    assert covering_grant([ApprovalGrant(key=exact)], longer, []) is None
+
+
+def test_a_grant_later_in_the_list_still_covers() -> None:
+    """Grants for other keys before the matching one are passed over, not an end."""
+    grants = [ApprovalGrant(key="read_file"), ApprovalGrant(key="write_file")]
+    assert grants[1] == covering_grant(grants, "write_file", [])
 
 
 def test_a_directory_grant_covers_only_calls_wholly_inside_it() -> None:

@@ -327,8 +327,19 @@ def test_a_nest_too_deep_still_denies_a_rule_behind_an_env_escape() -> None:
         "nice -- sudo ls",
         "env --ignore-environment sudo ls",
         "env " + "-S ls " * 15 + "-S 'sudo x'",
+        "fish --command='sudo ls'",
+        "fish --comm='X=1 sudo ls'",
     ],
-    ids=["exec-first", "second-exec", "env-dashes", "nice-dashes", "long-flag", "last-split"],
+    ids=[
+        "exec-first",
+        "second-exec",
+        "env-dashes",
+        "nice-dashes",
+        "long-flag",
+        "last-split",
+        "fish-command",
+        "fish-abbreviated-with-assignment",
+    ],
 )
 def test_a_denied_command_is_found_wherever_a_wrapper_puts_it(command: str) -> None:
     """Each `-exec`, the word after `--`, and the last `env -S` string are read for rules."""
