@@ -40,7 +40,7 @@ def test_a_second_tool_with_the_same_name_is_refused() -> None:
 
 def test_an_unknown_name_is_a_typed_error() -> None:
     """Looking up a name that was never registered raises UnknownToolError."""
-    with pytest.raises(UnknownToolError):
+    with pytest.raises(UnknownToolError, match=r"^no tool named 'nope' is registered$"):
         REGISTRY.get("nope")
 
 
