@@ -162,8 +162,9 @@ def test_an_approved_link_names_its_target_from_where_it_lands() -> None:
         ("cat a/`id`/../../x", ("a/",)),
         ("cat x 2>$HOME/../e", ("x",)),
         ("ln -s $X/../a ../l", ("../l",)),
+        ("cat /$X", ("/",)),
     ],
-    ids=["parameter", "after-a-directory", "backticks", "redirection", "link"],
+    ids=["parameter", "after-a-directory", "backticks", "redirection", "link", "at-the-root"],
 )
 def test_a_word_with_an_expansion_names_only_the_directory_before_it(
     command: str, paths: tuple[str, ...]
@@ -306,6 +307,7 @@ def test_a_problem_of_exactly_the_cap_is_kept_whole_and_a_longer_one_is_cut() ->
         ("ls \udc80", "the command is not valid UTF-8"),
         ("ls\nls", "the command spans more than one line"),
         ("ls\x07", "the command contains NUL or another control character"),
+        (" \t", "the command is empty"),
     ],
 )
 def test_an_unreadable_command_says_exactly_why(command: str, problem: str) -> None:
@@ -363,3 +365,20 @@ def test_a_glob_names_the_directory_before_its_first_glob_character() -> None:
     """`/*` names `/`, and `src/*/x` names `src/`, never a literal path holding the glob."""
     assessment = assess("ls /* src/*/x")
     assert (False, ("/", "src/")) == (assessment.parsed, assessment.paths)
+
+
+@pytest.mark.parametrize(
+    ("command", "paths"),
+    [
+        ("cat a=..", ("a=..", "..")),
+        ("X=~ ls", ("~",)),
+        ("X=/etc/* ls", ("/etc/",)),
+        ("X='./a*' ls", ("./a*",)),
+    ],
+    ids=["dot-value", "home-value", "globbed-assignment", "quoted-glob-assignment"],
+)
+def test_a_value_after_equals_names_a_path_when_it_looks_like_one(
+    command: str, paths: tuple[str, ...]
+) -> None:
+    """A value starting with `.` or `~` is a path; an unquoted glob in it names its directory."""
+    assert paths == assess(command).paths
