@@ -16,7 +16,8 @@ A path that cannot be opened is skipped (a rule cannot allow what does not exist
 
 from __future__ import annotations
 
-import _signal  # the C module: `signal` would import enum, a third of the start-up
+# The C module: `signal` would import enum, a third of the launcher's start-up.
+import _signal  # type: ignore[import-not-found]  # typeshed has no stub for it
 import ctypes
 import errno
 import os

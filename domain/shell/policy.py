@@ -12,6 +12,8 @@ here-documents, grouping, comments) leaves it unparsed. The policy adds these ru
   command is never reviewed-safe. Nesting deeper, more command lines (`MAX_NESTED_LINES`,
   `MAX_NESTED_CHARS`) or more wrapped commands (`wrappers.MAX_RUNS`) than are read leave
   the command unparsed, and then any word in it that starts a denied phrase denies it.
+- A relative target of `ln`, even behind a wrapper, is also named from the directory the link
+  lands in (`links`), since the kernel resolves a symbolic link's target from there.
 - Hard-deny rules see through wrappers and `find -exec` (`wrappers`) and are checked even
   on an unparsed command, on a best-effort reading, so a denied command stays denied however it
   is dressed up.
@@ -33,6 +35,7 @@ from pydantic import AfterValidator, model_validator
 
 from domain.base import Value
 from domain.shell.argv import basename, invokes, options_and_operands, spells
+from domain.shell.links import link_targets
 from domain.shell.reviewed import reviewed_safe_phrase
 from domain.shell.syntax import Reading, read, rough_tokens, run_time_problem, tokens
 from domain.shell.wrappers import CHANGES_DIRECTORY, unwrap
@@ -240,6 +243,7 @@ def _assess(command: str, policy: ShellPolicy, depth: int, budget: _Budget) -> _
         budget.exceeded = budget.exceeded or unwrapped.truncated
         for run in unwrapped.runs:
             denied = denied or _denying_rule(run, policy)
+            paths += link_targets(run)
             if basename(run[0]) in CHANGES_DIRECTORY:
                 problem = problem or f"{basename(run[0])!r} changes the working directory"
         runs_strings = runs_strings or bool(unwrapped.strings)

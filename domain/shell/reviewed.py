@@ -7,6 +7,12 @@ the command name included: `/bin/ls` is not `ls`) without an option below:
 - options that write files or run programs (`find -exec`, `sort -o`, `rg --pre`, ...);
 - options that read a file of further names, whose files no path check sees
   (`--files0-from` of sort, wc and du, `find -files0-from`, `file -f`);
+- options that read a named file as data of their own: patterns, magic, exclusions, random
+  bytes or ignore rules (`grep -f` and `--exclude-from`, `file -m`, `du -X`,
+  `sort --random-source`, `rg -f` and `--ignore-file`, tree's `--fromfile`, `--infofile` and
+  `--gitfile`, git's `-O`). Such a file's lines come back in messages in whatever shape the
+  command gives them, which no redaction recognises, and its name may hide in a cluster
+  (`-bmFILE`) or a list (`-m a:b`), so such a command always needs an approval;
 - options that follow symbolic links met while walking a directory, which may lead outside
   every checked path (`grep -R`, `rg -L`, `find -L` and `-follow`, `tree -l`, `du -L`, `ls -L`).
   `ls -L` only stats its operands, which are checked, but with `-R` it lists every linked
@@ -29,24 +35,25 @@ UNSAFE_OPTIONS: dict[str, tuple[str, ...]] = {
     for key, options in {
         "find": "-exec -execdir -ok -okdir -delete -fprint -fprint0 -fprintf -fls"
         " -files0-from -L -follow",
-        "sort": "-o --output --compress-program --files0-from -T --temporary-directory",
+        "sort": "-o --output --compress-program --files0-from -T --temporary-directory"
+        " --random-source",
         "wc": "--files0-from",
-        "du": "--files0-from -L --dereference",
-        "grep": "-R --dereference-recursive",
-        "rg": "--pre --hostname-bin -L --follow",
-        "tree": "-o -R -l",
-        "file": "-C --compile -f --files-from",
+        "du": "--files0-from -L --dereference -X --exclude-from",
+        "grep": "-R --dereference-recursive -f --file --exclude-from",
+        "rg": "--pre --hostname-bin -L --follow -f --file --ignore-file",
+        "tree": "-o -R -l --fromfile --infofile --gitfile",
+        "file": "-C --compile -f --files-from -m --magic-file",
         "ls": "-L --dereference",
         # No git phrase is reviewed-safe by default (repository config runs programs), but a
-        # configured one still must not write.
-        "git diff": "--output --ext-diff",
-        "git log": "--output --ext-diff",
-        "git show": "--output --ext-diff",
+        # configured one still must not write or read a named order file.
+        "git diff": "--output --ext-diff -O",
+        "git log": "--output --ext-diff -O",
+        "git show": "--output --ext-diff -O",
         "git branch": "-d -D --delete -m -M --move -c -C --copy -f --force -t --track --no-track"
         " -u --set-upstream-to --unset-upstream --edit-description --create-reflog",
     }.items()
 }
-"""Options that make an otherwise read-only command write, run, read named lists or follow links."""
+"""Options that make an otherwise read-only command write, run, read named files or follow links."""
 MAX_OPERANDS: dict[str, int] = {"git branch": 0, "uniq": 1}
 """Read-only commands that write once given more operands (`git branch NAME`, `uniq IN OUT`)."""
 

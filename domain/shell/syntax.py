@@ -12,20 +12,36 @@ Paths are named as written, never resolved, and erring towards too many:
   is a path too, since a link of that name could lead anywhere;
 - for an argument holding `=`, also the part after the first `=` when it looks like a path
   (holds `/` or starts with `.` or `~`);
-- for a `--long=value` option, the value; for a short `-Xvalue` option, the value when it looks
-  like a path;
+- for a `--long=value` option, the value;
+- for a short option cluster such as `-bmVALUE`, every suffix that may be the value of one of
+  its letters (`mVALUE`, `VALUE`), since which letter takes a value is the command's business:
+  the suffixes start after each of the leading letters and digits, up to `MAX_CLUSTER_LETTERS`;
 - the value of a leading `NAME=value` assignment when it looks like a path;
 - a command name holding `/`;
-- every redirection target, except a descriptor copied or closed (`2>&1`, `>&-`).
+- every redirection target, except a descriptor copied or closed (`2>&1`, `>&-`);
+- for each of these that holds a `:`, also each part of the colon-separated list, since many
+  commands read such lists (`file -m a:b`, `PATH=a:b`);
+- for each of these found inside a word that starts with `~` (`--file=~/x`, `a:~/x`), both the
+  home and the literal relative name `./~/x`, since some shells expand such a `~` and others
+  pass it on as it is.
+
+A descriptor number against a redirection is a single digit, as dash reads it: in `cat 12<x`
+the `12` is a word and a path. A word quoted at its `~` names a relative path (`./~x`), since
+the shell expands only an unquoted `~`; an unquoted `~user` is a problem, since this reading does
+not resolve other users' homes.
 
 In a word with an unquoted glob (only in an unparsed command) the path is the directory before
-the first glob character, if any, so a best-effort check still sees where the glob looks.
+the first glob character, if any, so a best-effort check still sees where the glob looks. In a
+word with `$` or a backtick (only in an unparsed command) the path is the directory before the
+first of them, so what the expansion names is never taken as a path inside the directory it
+seems to be in (`$PWD/..` names nothing, `/etc/$X` names `/etc/`).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+import string
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -44,11 +60,16 @@ _RESERVED_WORDS = frozenset(
     | {"for", "function", "if", "select", "then", "until", "while"}
 )
 
-_FD_NUMBER = re.compile(r"(?<![^ \t();<>|&])[0-9]+(?=[<>])")
+_FD_NUMBER = re.compile(r"(?<![^ \t();<>|&])[0-9](?=[<>])")
 _DESCRIPTOR = re.compile(r"[0-9]+-?|-")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 GLOB = re.compile(r"[*?\[]")
 """A glob character: `*`, `?` or `[`."""
+MAX_CLUSTER_LETTERS = 64
+"""Leading letters of a short option cluster whose suffixes are named; more is a problem."""
+_CLUSTER_LETTERS = string.ascii_letters + string.digits
+_OTHER_HOME = re.compile(r"(?:^|[=:])~[^/]")
+_EXPANSION = re.compile(r"[$`]")
 _SHOWN_CHARS = 24
 _ROUGH_TOKEN = re.compile(r"[();<>|&\n]+|[^\s();<>|&]+")
 _RUN_TIME_MARKERS = (
@@ -182,19 +203,23 @@ class Reading:
         if not in_prelude and not simple.options_ended and token.text == "--":
             simple.options_ended = True
             return
+        if not in_prelude and not simple.options_ended and _cluster_too_long(token.text):
+            self.fail(f"an option cluster longer than {MAX_CLUSTER_LETTERS} letters is not read")
         globbed = GLOB.search(token.plain) is not None
-        self.paths.extend(
-            _paths_in_word(
-                token.text, command_word=in_prelude, operand=simple.options_ended, globbed=globbed
-            )
+        named = _paths_in_word(
+            token.text, command_word=in_prelude, operand=simple.options_ended, globbed=globbed
         )
+        if _quoted_tilde(token):
+            named = [f"./{path}" if path == token.text else path for path in named]
+        self.paths.extend(_resolvable(path) for path in named)
 
     def redirect(self, operator: str, target: _Token) -> None:
         """Add a redirection to the current simple command and note the file it names."""
         self.commands[-1].redirections.append((operator, target.text))
         if not _duplicates(operator, target.text):
             globbed = GLOB.search(target.plain) is not None
-            self.paths.append(_before_glob(target.text) if globbed else target.text)
+            path = _before_glob(target.text) if globbed else target.text
+            self.paths.append(_resolvable(f"./{path}" if _quoted_tilde(target) else path))
 
     def separate(self, operator: str) -> None:
         """End the current simple command at `operator` and start the next one."""
@@ -247,12 +272,21 @@ def _word_problem(token: _Token, *, first: bool) -> str:
         return "comments are not supported"
     if ("{" in plain or "}" in plain) and plain != "{}":
         return "braces (grouping or brace expansion) are not supported"
-    if plain.startswith(("~+", "~-")):
-        return "'~+' and '~-' name the shell's directories at run time"
+    tilde = _tilde_problem(plain)
+    if tilde:
+        return tilde
     if first and plain in _RESERVED_WORDS:
         return f"compound commands ({plain!r}) are not supported"
     if GLOB.search(plain):
         return "a glob pattern is expanded by the shell at run time"
+    return ""
+
+
+def _tilde_problem(plain: str) -> str:
+    if plain.startswith(("~+", "~-")):
+        return "'~+' and '~-' name the shell's directories at run time"
+    if _OTHER_HOME.search(plain):
+        return "'~user' names another user's home, which is not resolved here"
     return ""
 
 
@@ -294,16 +328,62 @@ def _paths_in_word(word: str, *, command_word: bool, operand: bool, globbed: boo
     after `--`, and `globbed` when the word holds an unquoted glob character.
     """
     if command_word and _ASSIGNMENT.match(word):
-        return [_path_named_by(word.partition("=")[2], globbed=globbed)]
+        value = word.partition("=")[2]
+        named = [_path_named_by(value, globbed=globbed)]
+        return named + [_path_named_by(part, globbed=globbed) for part in _listed(value)]
     if command_word:
         return [_before_glob(word) if globbed else word] if "/" in word else []
     if word.startswith("-") and not operand:
-        if word.startswith("--"):
-            value = word.partition("=")[2]
-            return [_before_glob(value) if globbed else value]
-        return [_path_named_by(word[2:], globbed=globbed)]
-    after = word.partition("=")[2]
-    return [_before_glob(word) if globbed else word, _path_named_by(after, globbed=globbed)]
+        values = [word.partition("=")[2]] if word.startswith("--") else _cluster_values(word)
+    else:
+        after = word.partition("=")[2]
+        values = [word, _path_named_by(after, globbed=False)]
+    named = values + [part for value in values for part in _listed(value)]
+    # A `~` inside a word (after `=`, `:` or an option letter) is expanded by some shells
+    # and passed on literally by others: both readings are named.
+    named += [f"./{path}" for path in named if path.startswith("~") and path != word]
+    return [_before_glob(path) if globbed else path for path in named]
+
+
+def _cluster_values(word: str) -> list[str]:
+    """Every suffix of a short option cluster that may be a letter's value.
+
+    `-bmX` gives `mX` and `X`, since a letter that takes a value takes the rest of the cluster.
+    """
+    end = 1 + min(_leading_letters(word), MAX_CLUSTER_LETTERS)
+    return [word[start:] for start in range(2, end + 1) if word[start:]]
+
+
+def _cluster_too_long(word: str) -> bool:
+    if not word.startswith("-") or word.startswith("--"):
+        return False
+    return _leading_letters(word) > MAX_CLUSTER_LETTERS
+
+
+def _leading_letters(word: str) -> int:
+    """How many letters and digits follow the option word's leading `-`."""
+    rest = word[1:]
+    return len(rest) - len(rest.lstrip(_CLUSTER_LETTERS))
+
+
+def _listed(value: str) -> list[str]:
+    """The parts of a colon-separated list, for a value that holds a `:`; else none."""
+    if ":" not in value:
+        return []
+    return [part for part in value.split(":") if part]
+
+
+def _quoted_tilde(token: _Token) -> bool:
+    """Whether the word starts with a `~` that is quoted or escaped, and so literal."""
+    return token.text.startswith("~") and not token.plain.startswith("~")
+
+
+def _resolvable(path: str) -> str:
+    """`path`, or for a word with `$` or a backtick the directory before the first of them."""
+    expansion = _EXPANSION.search(path)
+    if expansion is None:
+        return path
+    return path[: path.rfind("/", 0, expansion.start()) + 1]
 
 
 def _path_named_by(word: str, *, globbed: bool) -> str:

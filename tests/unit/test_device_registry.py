@@ -221,3 +221,78 @@ def test_split_token_parts_a_well_formed_token() -> None:
     """A composed token splits back into its device id and secret, even a dotted secret."""
     dotted = SECRET + ".with.dots"
     assert (PHONE, dotted) == tokens.split_token(tokens.compose_token(PHONE, dotted))
+
+
+def test_a_token_with_a_secret_of_exactly_the_minimum_length_is_accepted() -> None:
+    """`SECRET_MIN_LENGTH` characters split and pair; one fewer does neither."""
+    exact = "m" * tokens.SECRET_MIN_LENGTH
+    assert (PHONE, exact) == tokens.split_token(token(secret=exact))
+    assert None is tokens.split_token(token(secret=exact[1:]))
+    registry = DeviceRegistry.create()
+    assert token(secret=exact) == registry.pair(PHONE, "Pixel", SALT, exact, PAIRED_AT)
+    assert PHONE == registry.authenticate(token(secret=exact))
+
+
+def test_a_salt_of_exactly_the_minimum_length_is_accepted() -> None:
+    """`SALT_MIN_BYTES` bytes of salt pair a device."""
+    registry = DeviceRegistry.create()
+    salt = bytes(tokens.SALT_MIN_BYTES)
+    assert token() == registry.pair(PHONE, "Pixel", salt, SECRET, PAIRED_AT)
+
+
+@pytest.mark.parametrize(
+    ("given", "command", "error", "message"),
+    [
+        (
+            [paired()],
+            lambda r: r.authenticate(token(NEVER_PAIRED)),
+            errors.InvalidDeviceTokenError,
+            "device token is not recognised",
+        ),
+        (
+            [paired()],
+            lambda r: r.authenticate(token(secret=OTHER_SECRET)),
+            errors.InvalidDeviceTokenError,
+            "device token is not recognised",
+        ),
+        (
+            [paired(), revoked()],
+            lambda r: r.authenticate(token()),
+            errors.DeviceRevokedError,
+            f"device {PHONE} was revoked",
+        ),
+        (
+            [paired()],
+            paired(),
+            errors.DeviceAlreadyPairedError,
+            f"device {PHONE} is already paired",
+        ),
+        (
+            [],
+            paired(secret=SECRET[: tokens.SECRET_MIN_LENGTH - 1]),
+            errors.WeakSecretError,
+            "device secret or salt is too short",
+        ),
+        ([], revoked(), errors.UnknownDeviceError, f"no device {PHONE} was ever paired"),
+        (
+            [paired(), revoked()],
+            revoked(),
+            errors.DeviceRevokedError,
+            f"device {PHONE} was already revoked",
+        ),
+    ],
+    ids=[
+        "unknown",
+        "wrong-secret",
+        "revoked",
+        "paired-twice",
+        "weak",
+        "never-paired",
+        "revoked-twice",
+    ],
+)
+def test_each_refusal_says_what_went_wrong(
+    given: list[Command], command: Command, error: type[Exception], message: str
+) -> None:
+    """A refusal carries one fixed sentence naming the device where it is known."""
+    assert message == str(refused(history(*given), command, error))

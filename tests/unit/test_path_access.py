@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from domain.authorization.approvals import covering_grant, grant_key
+from domain.authorization.approvals import MAX_GRANT_KEY, covering_grant, grant_key
 from domain.authorization.facts import LinkFact, PathFacts, canonical, is_within
 from domain.authorization.path_access import PathAllowed, PathDenied, decide_path
 from domain.authorization.relative_base import BaseCandidate, join_base, select_base
@@ -232,9 +232,91 @@ def test_a_shell_grant_key_is_the_exact_command(approved: str, other: str) -> No
     assert covering_grant(grants, "", []) is None
 
 
+def test_a_grant_key_of_exactly_the_bound_is_kept_and_a_longer_one_never_granted() -> None:
+    """At `MAX_GRANT_KEY` characters a key is whole; one more and no grant can cover it."""
+    prefix = "shell_execute: "
+    exact = grant_key("shell_execute", "x" * (MAX_GRANT_KEY - len(prefix)))
+    assert MAX_GRANT_KEY == len(exact)
+    longer = grant_key("shell_execute", "x" * (MAX_GRANT_KEY - len(prefix) + 1))
+    other = grant_key("shell_execute", "y" * (MAX_GRANT_KEY - len(prefix) + 1))
+    assert ("", "") == (longer, other)
+    assert covering_grant([ApprovalGrant(key=exact)], exact, []) is not None
+    assert covering_grant([ApprovalGrant(key=exact)], longer, []) is None
+
+
+def test_a_grant_later_in_the_list_still_covers() -> None:
+    """Grants for other keys before the matching one are passed over, not an end."""
+    grants = [ApprovalGrant(key="read_file"), ApprovalGrant(key="write_file")]
+    assert grants[1] == covering_grant(grants, "write_file", [])
+
+
 def test_a_directory_grant_covers_only_calls_wholly_inside_it() -> None:
     """Every target must lie under the granted directory, and there must be one."""
     grants = [ApprovalGrant(key="write_file", directory="/work/docs")]
     assert covering_grant(grants, "write_file", ["/work/docs/a.md"]) is not None
     assert covering_grant(grants, "write_file", ["/work/docs/a.md", "/work/b"]) is None
     assert covering_grant(grants, "write_file", []) is None
+
+
+OUTER = TrustedRoot(path="/work", real="/work", kind=RootKind.CONFIGURED, operations=READ_ONLY)
+INNER = TrustedRoot(
+    path="/work/sub", real="/work/sub", kind=RootKind.PROJECT, operations=ALL_OPERATIONS
+)
+
+
+@pytest.mark.parametrize("order", [[OUTER, INNER], [INNER, OUTER]], ids=["outer-first", "inner"])
+def test_the_innermost_of_nested_roots_grants(order: list[TrustedRoot]) -> None:
+    """Of nested roots that both allow the operation, the most specific one is named."""
+    decision = decide_path(facts("/work/sub/a.txt"), READ, order, PROTECTED)
+    assert isinstance(decision, PathAllowed)
+    assert INNER == decision.root
+
+
+def test_an_outer_root_grants_where_the_inner_one_does_not() -> None:
+    """Roots add up: what the inner root does not allow, an enclosing root still may."""
+    wide = OUTER.model_copy(update={"operations": ALL_OPERATIONS})
+    narrow = INNER.model_copy(update={"operations": READ_ONLY})
+    decision = decide_path(facts("/work/sub/a.txt"), WRITE, [narrow, wide], PROTECTED)
+    assert isinstance(decision, PathAllowed)
+    assert wide == decision.root
+
+
+def test_an_outer_root_grants_a_link_that_leaves_only_the_inner_one() -> None:
+    """A link from the inner root into the outer one: the inner refuses it, the outer allows it."""
+    found = facts(
+        "/work/sub/l/x", "/work/other/x", LinkFact(at="/work/sub/l", resolves_to="/work/other")
+    )
+    decision = decide_path(found, READ, [INNER, OUTER], PROTECTED)
+    assert isinstance(decision, PathAllowed)
+    assert OUTER == decision.root
+    alone = decide_path(found, READ, [INNER], PROTECTED)
+    assert isinstance(alone, PathDenied)
+    assert "/work/sub/l is a link that leaves" in alone.detail
+
+
+def test_a_link_inside_a_root_that_is_itself_a_link_must_stay_in_its_real_location() -> None:
+    """Under a linked root, an inner link to the real tree is allowed, one out of it is not."""
+    via_root = LinkFact(at="/home/me/proj", resolves_to="/data/proj")
+    staying = facts(
+        "/home/me/proj/l/x",
+        "/data/proj/a/x",
+        via_root,
+        LinkFact(at="/data/proj/l", resolves_to="/data/proj/a"),
+    )
+    leaving = facts(
+        "/home/me/proj/l/x",
+        "/data/other/x",
+        via_root,
+        LinkFact(at="/data/proj/l", resolves_to="/data/other"),
+    )
+    lexical = facts(
+        "/home/me/proj/l/x",
+        "/data/other/x",
+        LinkFact(at="/home/me/proj/l", resolves_to="/data/other"),
+    )
+    assert decide(staying).allowed
+    for found in (leaving, lexical):
+        decision = decide(found)
+        assert isinstance(decision, PathDenied)
+        assert DenialCategory.LINK_BOUNDARY == decision.category
+        assert "is a link that leaves configured root /home/me/proj" in decision.detail

@@ -63,7 +63,7 @@ def test_a_second_tool_with_the_same_name_is_refused() -> None:
 
 def test_an_unknown_name_is_a_typed_error() -> None:
     """Looking up a name that was never registered raises UnknownToolError."""
-    with pytest.raises(UnknownToolError):
+    with pytest.raises(UnknownToolError, match=r"^no tool named 'nope' is registered$"):
         REGISTRY.get("nope")
 
 
@@ -101,6 +101,17 @@ def test_audience_rules_hide_tools_with_a_reason(rules: AudienceTools, reason: s
     assert (False, reason) == (views["shell_execute"].policy_visible, views["shell_execute"].reason)
 
 
+def test_an_audience_missing_from_a_configured_policy_gets_no_tools() -> None:
+    """Rules for one audience only: another audience sees nothing, not everything."""
+    policy = ExposurePolicy(
+        audiences={Audience.PERSONAL: AudienceTools()}, features=frozenset({"web"})
+    )
+    views = exposure(REGISTRY, policy, Audience.TEAM)
+    assert [] == [view.name for view in views if view.policy_visible]
+    assert {"not offered to team sessions"} == {view.reason for view in views}
+    assert [] == request_tools(REGISTRY, policy, Audience.TEAM)
+
+
 def test_the_default_public_audience_has_no_shell() -> None:
     """Public sessions do not see shell_execute by default."""
     names = [d.name for d in request_tools(REGISTRY, ExposurePolicy(), Audience.PUBLIC)]
@@ -119,6 +130,17 @@ def test_a_definition_renders_as_a_function_for_the_model() -> None:
     rendered = tool("read_file").model_schema()
     assert {"name": "read_file", "description": "the read_file tool", "parameters": SCHEMA} == (
         rendered["function"]
+    )
+    assert "function" == rendered["type"]
+
+
+def test_a_loaded_deferred_tool_joins_the_request() -> None:
+    """After load_tool, the deferred tool is in the next request, after the core ones."""
+    names = [d.name for d in request_tools(REGISTRY, ExposurePolicy(), Audience.PERSONAL)]
+    loaded = request_tools(REGISTRY, ExposurePolicy(), Audience.PERSONAL, ["find_files"])
+    assert (["read_file", "shell_execute"], ["read_file", "find_files", "shell_execute"]) == (
+        names,
+        [d.name for d in loaded],
     )
 
 

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from domain.session.values import RemediationCode
-from domain.tools.output import REDACTED, bound, redact, redact_cut, spill_notice, window
+from domain.tools.output import (
+    INLINE_LIMIT,
+    MIN_SECRET_PREFIX,
+    REDACTED,
+    WINDOW_LIMIT,
+    bound,
+    redact,
+    redact_cut,
+    spill_notice,
+    window,
+)
 from domain.tools.remediation import INSTRUCTIONS, present
 
 
@@ -82,3 +93,57 @@ def test_a_cut_redacts_first_and_hides_a_split_secrets_start() -> None:
     assert "y" * 4 + REDACTED == split
     short, _ = redact_cut("zzz" + secret[:3], 100, [secret])
     assert "zzz" + secret[:3] == short
+
+
+def test_a_secret_that_ends_another_is_not_left_half_visible() -> None:
+    """Longest first, whatever the order given: `1abcd` goes whole, leaving no `1`."""
+    assert f"k={REDACTED}" == redact("k=1abcd", ["abcd", "1abcd"])
+    assert f"k={REDACTED}" == redact("k=1abcd", ["1abcd", "abcd"])
+
+
+def test_an_empty_secret_redacts_nothing() -> None:
+    """An empty configured value is ignored rather than matched between every character."""
+    assert f"a{REDACTED}" == redact("ab", ["", "b"])
+    assert ("ab", False) == redact_cut("ab", 10, [""])
+
+
+SIXTEEN = "abcdefgh12345678"
+
+
+@pytest.mark.parametrize("shown", range(MIN_SECRET_PREFIX, len(SIXTEEN)))
+def test_a_secret_cut_at_the_bound_shows_none_of_its_characters(shown: int) -> None:
+    """From `MIN_SECRET_PREFIX` characters on, a start of a secret at the cut is hidden whole."""
+    text, cut = redact_cut("head " + SIXTEEN[:shown] + "Z" * 20, len("head ") + shown, [SIXTEEN])
+    assert ("head " + REDACTED, True) == (text, cut)
+    split, cut = redact_cut("head " + SIXTEEN[:shown], 100, [SIXTEEN])
+    assert ("head " + REDACTED, False) == (split, cut)
+
+
+def test_the_longest_secret_is_hidden_first_at_a_cut() -> None:
+    """A start of the longer secret is hidden whole, not only the shorter secret inside it."""
+    longer, shorter = "abcdwxyz1234", "wxyz5678"
+    text, _ = redact_cut("> " + longer[:8], 100, [shorter, longer])
+    assert "> " + REDACTED == text
+
+
+def test_a_text_of_exactly_the_limit_is_not_cut() -> None:
+    """At the limit nothing is cut or spilled; one character more is."""
+    assert ("x" * 10, False) == redact_cut("x" * 10, 10, [])
+    assert ("x" * 10, True) == redact_cut("x" * 11, 10, [])
+    exact, over = bound("x" * INLINE_LIMIT), bound("x" * (INLINE_LIMIT + 1))
+    assert (False, INLINE_LIMIT) == (exact.spilled, len(exact.inline))
+    assert (True, INLINE_LIMIT, INLINE_LIMIT + 1) == (
+        over.spilled,
+        len(over.inline),
+        over.total_chars,
+    )
+
+
+def test_a_window_ends_exactly_at_the_text_and_is_bounded() -> None:
+    """A window reaching the end has no next offset; a limit is clamped to 1..WINDOW_LIMIT."""
+    assert ("cdef", None) == window("abcdef", 2, 4)
+    assert ("abcd", 4) == window("abcdef", 0, 4)
+    assert ("a", 1) == window("abcdef", 0, 0)
+    text = "y" * (WINDOW_LIMIT + 5)
+    chunk, following = window(text, 0, WINDOW_LIMIT + 5)
+    assert (WINDOW_LIMIT, WINDOW_LIMIT) == (len(chunk), following)
