@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
@@ -28,6 +28,7 @@ from adapters.journal.writer import SessionWriter
 from adapters.tools.authorization import Authorization, DecodedCall, Plan
 from adapters.tools.base import BoundTarget, ToolOutput, ToolRun
 from adapters.tools.context import PipelinePolicy, RunScope
+from adapters.tools.receipts import classify, input_problems, receipt_of
 from adapters.tools.resolution import PathScope, resolve_targets
 from adapters.tools.spills import read_spill, write_spill
 from adapters.tools.toolset import ToolSet
@@ -37,8 +38,6 @@ from domain.ids import AttemptId, CallId, SpillId
 from domain.ports import Approver
 from domain.session.aggregate import Session
 from domain.session.values import (
-    INPUT_PROBLEMS_LIMIT,
-    RAN_OUTCOMES,
     ApprovalScope,
     ApprovalVerdict,
     AttemptEnd,
@@ -177,7 +176,7 @@ class Dispatcher:
         try:
             arguments = tool.arguments.model_validate(call.arguments)
         except ValidationError as error:
-            problems = _problems(error, self.policy.secrets)
+            problems = input_problems(error, self.policy.secrets)
             text = "; ".join(f"{p.field}: {p.message}" for p in problems)
             return DecodedCall(attempt_id, call, tool, decode_error=text, problems=problems)
         return DecodedCall(attempt_id, call, tool, arguments)
@@ -328,7 +327,7 @@ class Dispatcher:
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as error:  # noqa: BLE001 - a failing tool becomes a classified result
-            return _classify(error)
+            return classify(error)
 
     def _spill_reader(
         self, run: RunScope
@@ -371,7 +370,7 @@ class Dispatcher:
                     "characters; the rest could not be kept]"
                 )
             text = f"{shown.inline}\n{notice}"
-        receipt = _receipt(output, spill_id, self.policy.secrets)
+        receipt = receipt_of(output, spill_id, self.policy.secrets)
         loaded = output.loaded_tool if receipt.outcome is OutcomeCategory.SUCCESS else None
 
         def record(session: Session) -> None:
@@ -461,58 +460,3 @@ def _denied(request: ApprovalRequest, category: DenialCategory, detail: str) -> 
         end=AttemptEnd.DENIED,
         denial=category,
     )
-
-
-def _receipt(output: ToolOutput, spill_id: SpillId | None, secrets: Iterable[str]) -> ToolReceipt:
-    success = output.outcome is OutcomeCategory.SUCCESS
-    correction = output.outcome is OutcomeCategory.RECOVERABLE_CORRECTION
-    invalid = output.outcome is OutcomeCategory.INVALID_INPUT
-    return ToolReceipt(
-        outcome=output.outcome,
-        file_activity=output.file_activity if success else (),
-        project_declaration=output.project_declaration if success else None,
-        remediation=(output.remediation or RemediationCode.REFRESH_FILE_REVISION)
-        if correction
-        else None,
-        spill_id=spill_id,
-        confinement=output.confinement,
-        problems=(output.problems or _text_problem(output.text, secrets)) if invalid else (),
-        shell=output.shell if output.outcome in RAN_OUTCOMES else None,
-    )
-
-
-def _text_problem(text: str, secrets: Iterable[str]) -> tuple[InputProblem, ...]:
-    """A tool's invalid-input text as the receipt's one problem, when it named no field."""
-    first = redact(text, secrets).strip().splitlines()
-    message = first[0] if first else "the tool found its input invalid"
-    return (InputProblem(field="arguments", message=message[:MESSAGE_LIMIT]),)
-
-
-FIELD_LIMIT = 200
-MESSAGE_LIMIT = 2000
-"""The journal's limits for an input problem's field and message."""
-
-
-def _problems(error: ValidationError, secrets: Iterable[str]) -> tuple[InputProblem, ...]:
-    """Each field that did not validate and its message, redacted, as the receipt keeps them."""
-    found = []
-    for problem in error.errors()[:INPUT_PROBLEMS_LIMIT]:
-        where = ".".join(str(part) for part in problem["loc"]) or "arguments"
-        field = redact(where, secrets)
-        found.append(
-            InputProblem(
-                field=field if len(field) <= FIELD_LIMIT else field[: FIELD_LIMIT - 1] + "…",
-                message=redact(problem["msg"], secrets)[:MESSAGE_LIMIT],
-            )
-        )
-    return tuple(found)
-
-
-def _classify(error: Exception) -> ToolOutput:
-    """A tool that raised: its failure as a result the model can read."""
-    outcome = OutcomeCategory.TRANSIENT_FAILURE
-    if isinstance(error, FileNotFoundError):
-        outcome = OutcomeCategory.NOT_FOUND
-    elif isinstance(error, PermissionError):
-        outcome = OutcomeCategory.ACCESS_DENIED
-    return ToolOutput(text=f"{type(error).__name__}: {error}", outcome=outcome)
