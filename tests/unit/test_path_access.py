@@ -320,3 +320,31 @@ def test_a_link_inside_a_root_that_is_itself_a_link_must_stay_in_its_real_locati
         assert isinstance(decision, PathDenied)
         assert DenialCategory.LINK_BOUNDARY == decision.category
         assert "is a link that leaves configured root /home/me/proj" in decision.detail
+
+
+def test_a_link_met_outside_the_root_denies_even_when_it_leads_back_in() -> None:
+    """Facts that pass a link outside the root are refused, wherever that link points."""
+    found = facts("/work/x", "/work/x", LinkFact(at="/mnt/l", resolves_to="/work"))
+    decision = decide(found)
+    assert isinstance(decision, PathDenied)
+    assert "/work/x passes through /mnt/l, outside configured root /work" == decision.detail
+
+
+def test_a_path_whose_real_location_is_outside_its_root_is_denied() -> None:
+    """Without any link recorded, a real location outside the root still denies the path."""
+    decision = decide(facts("/work/x", "/elsewhere/x"))
+    assert isinstance(decision, PathDenied)
+    assert (
+        DenialCategory.LINK_BOUNDARY,
+        "/work/x really is /elsewhere/x, outside configured root /work",
+    ) == (
+        decision.category,
+        decision.detail,
+    )
+
+
+def test_a_hard_link_to_a_protected_file_names_why() -> None:
+    """A file with the identity of a protected file is denied as the same file."""
+    decision = decide(facts("/work/copy", identity="1:99"))
+    assert isinstance(decision, PathDenied)
+    assert "/work/copy is protected (same file as a protected file)" == decision.detail

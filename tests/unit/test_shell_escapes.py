@@ -328,6 +328,7 @@ def test_a_nest_too_deep_still_denies_a_rule_behind_an_env_escape() -> None:
         "env -- sudo ls",
         "nice -- sudo ls",
         "env --ignore-environment sudo ls",
+        "env --ignore-environment -u X sudo ls",
         "env " + "-S ls " * 15 + "-S 'sudo x'",
         "fish --command='sudo ls'",
         "fish --comm='X=1 sudo ls'",
@@ -338,6 +339,7 @@ def test_a_nest_too_deep_still_denies_a_rule_behind_an_env_escape() -> None:
         "env-dashes",
         "nice-dashes",
         "long-flag",
+        "long-flag-then-short",
         "last-split",
         "fish-command",
         "fish-abbreviated-with-assignment",
@@ -349,9 +351,10 @@ def test_a_denied_command_is_found_wherever_a_wrapper_puts_it(command: str) -> N
 
 
 def test_a_valued_option_at_the_end_of_a_wrapper_reads_cleanly() -> None:
-    """`env --unset` with no value after it is parsed, not an error."""
-    assessment = assess("env --unset")
-    assert (True, None) == (assessment.parsed, assessment.hard_denied)
+    """`env --unset` or `env -u` with no value after it is parsed, not an error."""
+    for command in ("env --unset", "env -u"):
+        assessment = assess(command)
+        assert (True, None) == (assessment.parsed, assessment.hard_denied)
 
 
 @pytest.mark.parametrize("command", ["uniq -- -a -b", "uniq - out", "uniq -- a -"])
