@@ -347,4 +347,6 @@ def test_a_hard_link_to_a_protected_file_names_why() -> None:
     """A file with the identity of a protected file is denied as the same file."""
     decision = decide(facts("/work/copy", identity="1:99"))
     assert isinstance(decision, PathDenied)
-    assert "/work/copy is protected (same file as a protected file)" == decision.detail
+    assert "/work/copy is protected: it is the same file as a protected file (a hard link)" == (
+        decision.detail
+    )
