@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from adapters.journal.identity import APPLICATION_ID, SCHEMA_VERSION
+from adapters.journal.integrity import integrity_failures
 
 MAX_REPORTED_PROBLEMS = 3
 
@@ -36,12 +37,12 @@ def examine_copy(path: Path) -> CopyFacts:
     """Check `path` as a ledgerclaw journal, without writing to it."""
     try:
         with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as conn:
-            return _examine(conn)
+            return _examine(conn, path)
     except sqlite3.DatabaseError as error:
         return CopyFacts(problems=[f"not a readable SQLite database ({error})"])
 
 
-def _examine(conn: sqlite3.Connection) -> CopyFacts:
+def _examine(conn: sqlite3.Connection, path: Path) -> CopyFacts:
     application_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
     schema_version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     problems: list[str] = []
@@ -52,9 +53,9 @@ def _examine(conn: sqlite3.Connection) -> CopyFacts:
             f"schema version {schema_version}, which this ledgerclaw cannot read"
             f" (it reads 1 to {SCHEMA_VERSION})"
         )
-    integrity = [str(row[0]) for row in conn.execute("PRAGMA integrity_check")]
-    if integrity != ["ok"]:
-        problems.append("integrity check failed: " + "; ".join(integrity[:MAX_REPORTED_PROBLEMS]))
+    integrity = integrity_failures(path, limit=MAX_REPORTED_PROBLEMS)
+    if integrity:
+        problems.append("integrity check failed: " + "; ".join(integrity))
         return CopyFacts(application_id, schema_version, problems=problems)
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     position = events = 0
