@@ -102,7 +102,7 @@ def one_line(text: str) -> str:
     return text
 
 
-def shorten_middle(text: str, width: int) -> str:
+def cut_middle(text: str, width: int) -> str:
     """`text` cut to `width` characters by taking out its middle (an ellipsis marks where).
 
     The end keeps two thirds: a path's file name and a command's last words say the most.
@@ -127,7 +127,7 @@ def _field(key: str, value: Any) -> str:  # noqa: ANN401 - any stored JSON value
     else:
         text = one_line(short_id(value))
     if key in _LONG_FIELDS:
-        text = shorten_middle(text, TIMELINE_VALUE)
+        text = cut_middle(text, TIMELINE_VALUE)
     return f"{key}={text}"
 
 

@@ -157,9 +157,9 @@ def test_a_secret_passed_to_tool_call_never_reaches_the_journal_file(home: Path)
         ("abcdef", 1, "…"),
     ],
 )
-def test_shorten_middle_keeps_both_ends_and_more_of_the_end(
+def test_cut_middle_keeps_both_ends_and_more_of_the_end(
     text: str, width: int, expected: str
 ) -> None:
     """Text over the width loses its middle, never its ends; the end keeps two thirds."""
-    assert expected == render.shorten_middle(text, width)
+    assert expected == render.cut_middle(text, width)
     assert len(expected) <= width
