@@ -40,7 +40,7 @@ class Home:
 
     @property
     def claims(self) -> Path:
-        """Where each hosted session's claim file lives; see adapters/daemon/claims.py."""
+        """Where each hosted session's claim file lives; see adapters/hosting/claims.py."""
         return self.root / "claims"
 
     @property

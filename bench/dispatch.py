@@ -45,14 +45,15 @@ if str(BENCH_DIR) not in sys.path:
 
 from paths import DDL, INSERT, workdir  # noqa: E402 - the bench directory is on sys.path from here on
 
-from adapters import wiring  # noqa: E402
-from adapters.config import Config, Durability, JournalSettings  # noqa: E402
 from adapters.home import Home, ensure_home  # noqa: E402
 from adapters.journal.journal import SqliteJournal  # noqa: E402
 from adapters.journal.writer import SessionWriter  # noqa: E402
-from adapters.tools.context import RunScope  # noqa: E402
-from adapters.tools.dispatcher import Dispatcher  # noqa: E402
-from adapters.tools.runs import begin_run  # noqa: E402
+from adapters.pipeline.context import RunScope  # noqa: E402
+from adapters.pipeline.dispatcher import Dispatcher  # noqa: E402
+from adapters.runtime.runs import begin_run  # noqa: E402
+from adapters.settings.config_file import Config  # noqa: E402
+from adapters.settings.journal import Durability, JournalSettings  # noqa: E402
+from adapters.wiring.tools import first_party_tools, pipeline_policy  # noqa: E402
 from domain.ids import CallId  # noqa: E402
 from domain.session.values import OutcomeCategory, ToolCallRequest  # noqa: E402
 
@@ -126,7 +127,7 @@ def open_pipeline(
     config = Config(journal=JournalSettings(durability=durability))
     journal = SqliteJournal(home.database, config.journal)
     stack.callback(journal.close)
-    tools, policy = wiring.first_party_tools(config, home), wiring.pipeline_policy(home, config)
+    tools, policy = first_party_tools(config, home), pipeline_policy(home, config)
     dispatcher = Dispatcher(SessionWriter(journal), tools, policy)
     runs = [begin_run(journal, home.root) for _ in range(sessions)]
     for run in runs:

@@ -63,9 +63,9 @@ from paths import workdir  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from adapters.config import Durability  # noqa: E402
 from adapters.home import Home  # noqa: E402
 from adapters.journal.reader import JournalReader  # noqa: E402
+from adapters.settings.journal import Durability  # noqa: E402
 
 LEVELS = (1, 4, 16)
 """Concurrent clients (and in-process sessions) per level."""

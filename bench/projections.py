@@ -61,10 +61,10 @@ sys.path[:] = [
 from paths import workdir  # noqa: E402 - the bench directory is on sys.path from here on
 from session_data import TURN_CYCLE, sentence  # noqa: E402
 
-from adapters.config import Durability, JournalSettings  # noqa: E402
 from adapters.journal.journal import SqliteJournal  # noqa: E402
 from adapters.journal.mapper import CatalogMapper, OrjsonTranscoder  # noqa: E402
 from adapters.projections.runner import BATCH_SIZE, ProjectionRunner  # noqa: E402
+from adapters.settings.journal import Durability, JournalSettings  # noqa: E402
 from domain.ids import AttemptId, CallId, RunId, SessionId  # noqa: E402
 from domain.session.aggregate import Session  # noqa: E402
 from domain.session.values import (  # noqa: E402

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from paths import workdir
 
-from adapters.config import Durability, JournalSettings
 from adapters.journal.journal import SqliteJournal
+from adapters.settings.journal import Durability, JournalSettings
 from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.session.aggregate import Session
 from domain.session.values import (

@@ -26,9 +26,9 @@ from subprocess import DEVNULL
 
 import anyio
 
-from adapters.config import Durability, JournalSettings
 from adapters.sandbox.launch import abi_version
-from adapters.tools.settings import RootSetting, ShellSettings, ToolSettings
+from adapters.settings.journal import Durability, JournalSettings
+from adapters.settings.tools import RootSetting, ShellSettings, ToolSettings
 from domain.session.values import Audience, FileOperation, OutcomeCategory
 from domain.shell.confinement import SandboxMode
 

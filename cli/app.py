@@ -8,13 +8,12 @@ from typing import ParamSpec, TypeVar
 import orjson
 import typer
 
-from adapters import wiring
-from adapters.doctor import run_doctor
+from adapters.api import queries, tool_calls
+from adapters.api.doctor import run_doctor
+from adapters.api.verify import verify
 from adapters.errors import InvalidToolCallError, PositionOutOfRangeError
-from adapters.projections import queries
-from adapters.projections.verify import verify
-from adapters.tools import native
-from adapters.tools.requests import TOO_DEEP
+from adapters.pipeline.requests import TOO_DEEP
+from adapters.wiring.home import current_home, open_journal, open_reader
 from cli import render, render_models
 from cli.backup_cmd import backup_app
 from cli.common import expected_errors
@@ -113,7 +112,7 @@ def _one_format(json_output: bool, csv_output: bool) -> None:
 def _audit() -> queries.Audit:
     """The home's read models, caught up with its journal (a bar on a terminal)."""
     with render.progress_bar("catching up") as update:
-        return queries.open_audit(wiring.current_home(), update)
+        return queries.open_audit(current_home(), update)
 
 
 def _listing(
@@ -186,8 +185,8 @@ def replay(
 
     The timeline has one line per event; --at N rebuilds the state from the first N events.
     """
-    home = wiring.current_home()
-    reader = wiring.open_reader(home)
+    home = current_home()
+    reader = open_reader(home)
     session_id = reader.resolve_session(session)
     if at is None:
         entries = reader.timeline(session_id)
@@ -200,7 +199,7 @@ def replay(
     if at > head:
         msg = f"--at {at} is past the end of {session_id}, which has {head} events"
         raise PositionOutOfRangeError(msg)
-    journal = wiring.open_journal(home)
+    journal = open_journal(home)
     try:
         state = journal.session(session_id, version=at).state()
     finally:
@@ -227,7 +226,7 @@ def doctor(json_output: bool = JSON_OPTION) -> None:
 
     Creates the home and an empty journal when they are missing.
     """
-    home = wiring.current_home()
+    home = current_home()
     with render.progress_bar("decoding events") as update:
         report = run_doctor(home, update)
     if json_output:
@@ -256,7 +255,7 @@ def list_tools(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """List every registered tool, whether it is exposed, and why not."""
-    listing = native.list_tools(wiring.current_home(), session, audience)
+    listing = tool_calls.list_tools(current_home(), session, audience)
     if json_output:
         render.emit_json(
             {
@@ -302,7 +301,7 @@ def call_tool(
         msg = "--args must be a JSON object"
         raise InvalidToolCallError(msg)
     try:
-        done = native.call_tool(wiring.current_home(), tool, arguments, session, approve=approve)
+        done = tool_calls.call_tool(current_home(), tool, arguments, session, approve=approve)
     except KeyboardInterrupt:
         render.error("interrupted: the call ended as cancelled and its run as aborted")
         raise typer.Exit(INTERRUPTED) from None
@@ -415,7 +414,7 @@ def projections_status(json_output: bool = JSON_OPTION) -> None:
 
     With its code and stored versions and the journal's head; it does not catch up.
     """
-    rows = queries.status(wiring.current_home())
+    rows = queries.status(current_home())
     if json_output:
         render.emit_json(list(rows))
     else:
@@ -437,7 +436,7 @@ def projections_rebuild(
     Drops their tables and applies every event again.
     """
     with render.progress_bar("rebuilding") as update:
-        rows = queries.rebuild(wiring.current_home(), names or (), update)
+        rows = queries.rebuild(current_home(), names or (), update)
     if json_output:
         render.emit_json(list(rows))
     else:
@@ -454,7 +453,7 @@ def projections_verify(json_output: bool = JSON_OPTION) -> None:
     The rebuild goes to a scratch file; the live tables are left as they are.
     """
     with render.progress_bar("rebuilding to compare") as update:
-        found = [difference.as_dict() for difference in verify(wiring.current_home(), update)]
+        found = [difference.as_dict() for difference in verify(current_home(), update)]
     if json_output:
         render.emit_json({"clean": not found, "differences": found})
     else:

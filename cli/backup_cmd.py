@@ -7,11 +7,11 @@ from pathlib import Path
 import typer
 from rich.text import Text
 
-from adapters import wiring
 from adapters.backup.copy import create_backup
 from adapters.backup.manifest import Manifest
 from adapters.backup.restore import restore_backup
 from adapters.backup.verify import verify_backup
+from adapters.wiring.home import current_home
 from cli import render
 from cli.common import JSON_OPTION, expected_errors
 from domain.errors import LedgerclawError
@@ -49,7 +49,7 @@ def create(
     The daemon may keep running meanwhile.
     """
     with render.progress_bar("copying pages") as update:
-        created = create_backup(wiring.current_home(), path, update)
+        created = create_backup(current_home(), path, update)
     if json_output:
         render.emit_json(
             {"path": str(created.path), "manifest_path": str(created.manifest_path)}
@@ -93,7 +93,7 @@ def restore(path: Path = BACKUP_ARGUMENT, json_output: bool = JSON_OPTION) -> No
     Refused while a daemon or mcp serve holds the home.
     """
     with render.progress_bar("restoring") as update:
-        restored = restore_backup(wiring.current_home(), path, update)
+        restored = restore_backup(current_home(), path, update)
     replaced = None if restored.replaced is None else str(restored.replaced)
     if json_output:
         render.emit_json(

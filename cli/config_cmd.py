@@ -7,10 +7,10 @@ from typing import Any
 import typer
 from rich.text import Text
 
-from adapters import wiring
-from adapters.config import CheckedConfig, check_config
+from adapters.config.loading import CheckedConfig, check_config
+from adapters.config.roots import RootState
 from adapters.home import check_home
-from adapters.tools.root_checks import RootState
+from adapters.wiring.home import current_home
 from cli import render
 from cli.common import JSON_OPTION, expected_errors, print_warnings
 from domain.errors import LedgerclawError
@@ -25,7 +25,7 @@ def check(json_output: bool = JSON_OPTION) -> None:
 
     The same checks `daemon run` makes at start-up.
     """
-    home = wiring.current_home()
+    home = current_home()
     try:
         checked = check_config(check_home(home).config, home.secrets)
     except LedgerclawError as failure:

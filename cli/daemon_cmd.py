@@ -7,11 +7,11 @@ from pathlib import Path
 import anyio
 import typer
 
-from adapters import wiring
-from adapters.config import check_config
+from adapters.api.operator import daemon_status, issue_pairing_code
+from adapters.config.loading import check_config
 from adapters.daemon.logs import configure_logging
-from adapters.daemon.operator import daemon_status, issue_pairing_code
 from adapters.home import ensure_home
+from adapters.wiring.home import current_home
 from cli import render
 from cli.common import JSON_OPTION, expected_errors, print_warnings
 
@@ -36,14 +36,15 @@ def run(
     It runs until SIGINT or SIGTERM.
     """
     from adapters.daemon.service import Daemon  # noqa: PLC0415 - the MCP SDK is slow to import
+    from adapters.wiring.hosting import HomeParts  # noqa: PLC0415 - as slow
 
-    home = wiring.current_home()
+    home = current_home()
     checked = check_config(home.config, home.secrets)
     config = checked.config
     print_warnings(checked.warnings)
     ensure_home(home)
     log_file = configure_logging(home, config.daemon.log_level)
-    daemon = Daemon(home, config, port or config.daemon.port)
+    daemon = Daemon(home, config, port or config.daemon.port, HomeParts(home, config))
 
     def ready(_daemon: Daemon) -> None:
         render.err.print(
@@ -70,7 +71,7 @@ def pair(
 
     The code is single use and valid five minutes.
     """
-    answer = issue_pairing_code(wiring.current_home(), name)
+    answer = issue_pairing_code(current_home(), name)
     if json_output:
         render.emit_json(answer)
         return
@@ -91,7 +92,7 @@ def status(json_output: bool = JSON_OPTION) -> None:
 
     Its sessions, calls, approvals and refusals.
     """
-    answer = daemon_status(wiring.current_home())
+    answer = daemon_status(current_home())
     if json_output:
         render.emit_json(answer)
         return
@@ -118,13 +119,14 @@ def serve(
 
     One process, one journaled session.
     """
-    from adapters.mcp.stdio import serve_stdio  # noqa: PLC0415 - the MCP SDK is slow to import
+    from adapters.stdio.serve import serve_stdio  # noqa: PLC0415 - the MCP SDK is slow to import
+    from adapters.wiring.hosting import HomeParts  # noqa: PLC0415 - as slow
 
-    home = wiring.current_home()
+    home = current_home()
     checked = check_config(home.config, home.secrets)
     config = checked.config
     print_warnings(checked.warnings)
     ensure_home(home)
     configure_logging(home, config.daemon.log_level, quiet_terminal=True)
     declared = None if project is None else project.absolute()
-    raise typer.Exit(anyio.run(serve_stdio, home, config, declared))
+    raise typer.Exit(anyio.run(serve_stdio, home, config, HomeParts(home, config), declared))

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import typer
 
-from adapters import wiring
-from adapters.daemon import operator
-from adapters.daemon.control_client import exchange_pairing_code
-from adapters.daemon.control_methods import BadControlRequestError
+from adapters.api import operator
+from adapters.control.client import exchange_pairing_code
+from adapters.control.methods import BadControlRequestError
+from adapters.wiring.home import current_home, open_journal
 from cli import render, render_operator
 from cli.common import JSON_OPTION, expected_errors
 from domain.session.values import ApprovalScope, ApprovalVerdict
@@ -22,7 +22,7 @@ devices_app = typer.Typer(help="Pair, list and revoke the devices that may use /
 @expected_errors
 def approvals_list(json_output: bool = JSON_OPTION) -> None:
     """List the approvals running calls wait for, oldest first."""
-    rows = operator.pending_approvals(wiring.current_home())
+    rows = operator.pending_approvals(current_home())
     if json_output:
         render.emit_json(rows)
         return
@@ -45,7 +45,7 @@ def _decide(
     if directory is not None:
         scope = ApprovalScope.DIRECTORY
         directory = str(Path(directory).expanduser().absolute())
-    answer = operator.decide_approval(wiring.current_home(), approval_id, verdict, scope, directory)
+    answer = operator.decide_approval(current_home(), approval_id, verdict, scope, directory)
     if json_output:
         render.emit_json(answer)
         return
@@ -100,7 +100,7 @@ def deny(approval_id: str = APPROVAL_ID, json_output: bool = JSON_OPTION) -> Non
 @expected_errors
 def devices_list(json_output: bool = JSON_OPTION) -> None:
     """List every paired device, active or revoked."""
-    journal = wiring.open_journal(wiring.current_home())
+    journal = open_journal(current_home())
     try:
         rows = operator.device_rows(journal)
     finally:
@@ -118,7 +118,7 @@ def devices_revoke(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Revoke a device: its token is refused on its very next request."""
-    journal = wiring.open_journal(wiring.current_home())
+    journal = open_journal(current_home())
     try:
         row = operator.revoke_device(journal, device)
     finally:
@@ -142,7 +142,7 @@ def devices_pair(
 
     The token is shown once: store it as a secret.
     """
-    device_id, token = exchange_pairing_code(wiring.current_home(), code, name)
+    device_id, token = exchange_pairing_code(current_home(), code, name)
     if json_output:
         render.emit_json({"device_id": device_id, "token": token})
         return

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from adapters.doctor import DoctorReport
+from adapters.api.doctor import DoctorReport
 from adapters.journal.reader import TimelineEntry
 from cli import tables
 from domain.session.state import SessionState

@@ -23,9 +23,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client as stdio_transport
 from mcp.client.streamable_http import streamable_http_client
 
-from adapters.daemon.control_client import call_daemon
-from adapters.daemon.hosts import HostEntry, live_hosts
+from adapters.control.client import call_daemon
 from adapters.home import Home
+from adapters.hosting.hosts import HostEntry, live_hosts
 
 CLI = [sys.executable, "-m", "cli"]
 _STDIO_LOGS = itertools.count()

@@ -7,18 +7,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from adapters import wiring
-from adapters.config import Config, JournalSettings
 from adapters.home import Home, ensure_home
 from adapters.journal.journal import SqliteJournal
 from adapters.journal.writer import SessionWriter
-from adapters.tools.approvers import StandingApprover
-from adapters.tools.base import Tool
-from adapters.tools.context import PipelinePolicy, RunScope
-from adapters.tools.dispatcher import Dispatcher
-from adapters.tools.runs import begin_run, end_run
-from adapters.tools.settings import RootSetting, ToolSettings
-from adapters.tools.toolset import ToolSet
+from adapters.pipeline.context import PipelinePolicy, RunScope
+from adapters.pipeline.dispatcher import Dispatcher
+from adapters.pipeline.toolset import ToolSet
+from adapters.runtime.approvers import StandingApprover
+from adapters.runtime.runs import begin_run, end_run
+from adapters.settings.config_file import Config
+from adapters.settings.journal import JournalSettings
+from adapters.settings.tools import RootSetting, ToolSettings
+from adapters.tools.contract import Tool
+from adapters.wiring.tools import first_party_tools, pipeline_policy
 from domain.ids import CallId, SessionId
 from domain.ports import Approver
 from domain.session.values import (
@@ -98,10 +99,10 @@ def make_pipeline(
     )
     config = Config(tools=tool_settings)
     journal = SqliteJournal(home.database, journal_settings)
-    tools: ToolSet = wiring.first_party_tools(config, home)
+    tools: ToolSet = first_party_tools(config, home)
     for tool in extra_tools:
         tools.add(tool)
-    policy: PipelinePolicy = wiring.pipeline_policy(home, config)
+    policy: PipelinePolicy = pipeline_policy(home, config)
     if policy_changes:
         policy = PipelinePolicy(**{**policy.__dict__, **policy_changes})
     if session_id is None:

@@ -19,10 +19,10 @@ from types import TracebackType
 from typing import Self
 
 from adapters.backup.errors import RestoreRefusedError
-from adapters.daemon.hosts import live_hosts
-from adapters.daemon.lock import DaemonAlreadyRunningError, DaemonLock
-from adapters.daemon.state import read_daemon_state
 from adapters.home import Home, ensure_home
+from adapters.hosting.daemon_lock import DaemonAlreadyRunningError, DaemonLock
+from adapters.hosting.daemon_state import read_daemon_state
+from adapters.hosting.hosts import live_hosts
 
 SHM_DMS_BYTE = 128
 """The offset SQLite's unix VFS locks in `-shm` while a connection is open (UNIX_SHM_DMS)."""

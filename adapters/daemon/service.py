@@ -16,7 +16,7 @@ import logging
 import os
 import signal
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -30,28 +30,29 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from adapters.config import Config
-from adapters.daemon.approvals import PendingApprovals
-from adapters.daemon.assembly import assemble, control_plane, host_health, recover
-from adapters.daemon.bearer import BearerGuard
-from adapters.daemon.control import ControlPlane
-from adapters.daemon.host import SessionHost
-from adapters.daemon.lock import DaemonLock
-from adapters.daemon.loopback import LoopbackOnly
-from adapters.daemon.pair_route import pair_route
-from adapters.daemon.pairing import PairingCodes, TokenAuthenticator
-from adapters.daemon.session_key import SessionKeyCheck
+from adapters.control.embedded import HOST, EmbeddedServer
+from adapters.control.pair_route import pair_route
+from adapters.control.parts import HostingParts
+from adapters.control.plane import ControlPlane
 from adapters.home import Home, ensure_home
-from adapters.journal.journal import SqliteJournal
+from adapters.hosting.daemon_lock import DaemonLock
+from adapters.journal.journal import EventJournal
 from adapters.mcp.callers import HTTP_STATELESS
 from adapters.mcp.server import build_server
+from adapters.mcp.session_key import SessionKeyCheck
 from adapters.projections.runner import ProjectionRunner
+from adapters.runtime.approvals import PendingApprovals
+from adapters.runtime.health import host_health
+from adapters.runtime.session_host import SessionHost
+from adapters.security.bearer import BearerGuard
+from adapters.security.loopback import LoopbackOnly
+from adapters.security.pairing import PairingCodes, TokenAuthenticator
+from adapters.settings.config_file import Config
 from domain.errors import LedgerclawError
 from domain.ids import DeviceId
 from domain.session.values import SessionCloseReason
 
 log = logging.getLogger(__name__)
-HOST = "127.0.0.1"
 
 
 class DaemonStartError(LedgerclawError):
@@ -79,15 +80,6 @@ def check_port(port: int) -> None:
             raise DaemonStartError(msg) from None
 
 
-class EmbeddedServer(uvicorn.Server):
-    """uvicorn without its own signal handlers: the daemon owns SIGINT and SIGTERM."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        """Leave signals alone."""
-        yield
-
-
 @dataclass
 class Daemon:
     """Everything one running daemon holds."""
@@ -95,6 +87,7 @@ class Daemon:
     home: Home
     config: Config
     port: int
+    parts: HostingParts
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     stopping: anyio.Event = field(default_factory=anyio.Event)
     stop_reason: str = ""
@@ -128,11 +121,11 @@ class Daemon:
 
     async def _serve(self, ready: Callable[[Daemon], None] | None) -> int:
         settings = self.config.daemon
-        journal = SqliteJournal(self.home.database, self.config.journal)
+        journal = self.parts.open_journal()
         try:
-            runner, report = await recover(self.home, self.config, journal)
+            runner, report = await self.parts.recover(journal)
             self.recovered = len(report.recovered)
-            host, approvals = assemble(self.home, self.config, journal)
+            host, approvals = self.parts.assemble(journal)
             self.host, self.approvals = host, approvals
             app, manager, guard = self._app(journal, host, approvals)
             self.guard = guard
@@ -191,7 +184,7 @@ class Daemon:
         return 0
 
     def _app(
-        self, journal: SqliteJournal, host: SessionHost, approvals: PendingApprovals
+        self, journal: EventJournal, host: SessionHost, approvals: PendingApprovals
     ) -> tuple[Starlette, StreamableHTTPSessionManager, BearerGuard]:
         settings = self.config.daemon
         server = build_server(host, "http")
@@ -209,8 +202,8 @@ class Daemon:
         guard = BearerGuard(
             SessionKeyCheck(StreamableHTTPASGIApp(manager)), authenticator.authenticate, revoked
         )
-        control = control_plane(
-            self.home, self.health, approvals, authenticator.authenticate, self.codes
+        control = self.parts.control_plane(
+            self.health, approvals, authenticator.authenticate, self.codes
         )
         self.control = control
 

@@ -31,7 +31,6 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError, OperationalError
 
-from adapters.config import JournalSettings
 from adapters.errors import (
     JournalBusyError,
     JournalConflictError,
@@ -42,6 +41,7 @@ from adapters.errors import (
 from adapters.journal.application import SNAPSHOT_INTERVAL, SYNCHRONOUS, JournalApplication
 from adapters.journal.failures import refuse_if_damaged, translated
 from adapters.journal.identity import prepare_journal_file
+from adapters.settings.journal import JournalSettings
 from domain.base import Aggregate
 from domain.devices.aggregate import REGISTRY_ID, DeviceRegistry
 from domain.errors import DomainError

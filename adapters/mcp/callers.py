@@ -22,12 +22,11 @@ from mcp.server.context import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 
-from adapters.daemon.approvals import SessionReach
-from adapters.daemon.host import Caller
-from adapters.daemon.session_key import SESSION_KEY_HEADER, session_key_of
+from adapters.mcp.session_key import SESSION_KEY_HEADER, session_key_of
+from adapters.runtime.approvals import SessionReach
+from adapters.runtime.session_host import Caller
+from adapters.security.bearer import DEVICE_SCOPE_KEY
 
-DEVICE_SCOPE_KEY = "ledgerclaw.device_id"
-"""Where the bearer-token check leaves the authenticated device in the ASGI scope."""
 STDIO = "stdio"
 HTTP = "http"
 HTTP_STATELESS = "http-stateless"

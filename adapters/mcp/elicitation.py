@@ -13,8 +13,8 @@ from typing import Any
 
 from mcp.server.context import ServerRequestContext
 
-from adapters.daemon.approvals import Elicitor
-from adapters.daemon.host import Caller
+from adapters.runtime.approvals import Elicitor
+from adapters.runtime.session_host import Caller
 from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
 from domain.session.values import ApprovalScope, ApprovalVerdict
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from mcp.server.context import ServerRequestContext
 
-from adapters.daemon.approvals import Progress
+from adapters.runtime.approvals import Progress
 
 
 def progress_for(ctx: ServerRequestContext[Any, Any]) -> Progress | None:

@@ -27,11 +27,11 @@ from mcp.shared.subscriptions import ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
-from adapters.daemon.approvals import CALL_ELICITOR, CALL_PROGRESS
-from adapters.daemon.host import Caller, HostedSession, NotAdmittingError, SessionHost
 from adapters.mcp.callers import caller_of, has_connection
 from adapters.mcp.elicitation import elicitor_for
 from adapters.mcp.progress import progress_for
+from adapters.runtime.approvals import CALL_ELICITOR, CALL_PROGRESS
+from adapters.runtime.session_host import Caller, HostedSession, NotAdmittingError, SessionHost
 from domain.errors import LedgerclawError
 from domain.session.values import DenialCategory, SessionCloseReason, ToolName
 from domain.tools.definition import ToolDefinition

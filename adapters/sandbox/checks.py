@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapters.sandbox import launch
-from adapters.tools.settings import ShellSettings
+from adapters.settings.tools import ShellSettings
 from domain.session.values import Audience
 from domain.shell.confinement import SandboxMode, missing_features, refusal
 

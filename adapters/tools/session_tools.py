@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from adapters.tools.base import Arguments, CallAssessment, PathTarget, ToolOutput, ToolRun
+from adapters.tools.contract import Arguments, CallAssessment, PathTarget, ToolOutput, ToolRun
 from domain.session.values import FileOperation, OutcomeCategory, ToolName
 from domain.tools.definition import Concurrency, Loading, ToolDefinition, ToolEffects
 from domain.tools.output import WINDOW_LIMIT

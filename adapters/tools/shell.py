@@ -22,7 +22,7 @@ from anyio.abc import ByteReceiveStream, Process
 from pydantic import Field
 
 from adapters.sandbox.sandbox import Sandbox, SandboxRefusedError
-from adapters.tools.base import Arguments, CallAssessment, PathTarget, ToolOutput, ToolRun
+from adapters.tools.contract import Arguments, CallAssessment, PathTarget, ToolOutput, ToolRun
 from domain.session.values import (
     SHELL_CANDIDATES_LIMIT,
     ApprovalMode,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from adapters.home import Home, ensure_home
-from adapters.tools.spills import spill_path
+from adapters.pipeline.spills import spill_path
 from domain.ids import SpillId
 from domain.session.events import AuthorizationAttemptStarted, ToolReceiptRecorded
 from domain.session.values import InputProblem, OutcomeCategory

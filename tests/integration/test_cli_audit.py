@@ -22,8 +22,8 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from adapters.projections.queries import BadFilterError, Filters, parse_moment
-from adapters.tools.runs import end_run
+from adapters.api.queries import BadFilterError, Filters, parse_moment
+from adapters.runtime.runs import end_run
 from cli import render
 from cli.app import app
 from domain.ids import AttemptId, SessionId

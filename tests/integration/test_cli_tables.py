@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from adapters.daemon.pairing import pair_device
 from adapters.journal.journal import SqliteJournal
+from adapters.security.pairing import pair_device
 from cli import render_operator
 from cli.app import app
 from domain.ids import AttemptId, CallId, RunId, SessionId

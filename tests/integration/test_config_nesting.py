@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.config import MAX_DEPTH, check_secrets, load_config
+from adapters.config.loading import MAX_DEPTH, check_secrets, load_config
 from adapters.errors import ConfigError
 
 LEVELS = 2000

@@ -11,9 +11,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from adapters.config import JournalSettings
 from adapters.errors import JournalError
-from adapters.tools.approvers import StandingApprover, TerminalApprover
+from adapters.runtime.approvers import StandingApprover, TerminalApprover
+from adapters.settings.journal import JournalSettings
 from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
 from domain.session.events import (
     ApprovalDecided,

@@ -11,7 +11,7 @@ import pytest
 from adapters.fs.envelope import LAYOUT_VERSION, bind_envelope
 from adapters.journal.journal import SqliteJournal
 from adapters.journal.writer import SessionWriter
-from adapters.tools.runs import begin_run
+from adapters.runtime.runs import begin_run
 from domain.ids import SessionId
 from domain.session.events import StorageBound, WorkingContextChanged
 from domain.session.values import Audience, OutcomeCategory, SessionKind

@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from adapters.config import Config, Durability, JournalSettings, load_config
+from adapters.config.loading import load_config
 from adapters.errors import (
     ConfigError,
     HomeError,
     PersistenceNotConfigurableError,
 )
 from adapters.home import Home, ensure_home, resolve_home
+from adapters.settings.config_file import Config
+from adapters.settings.journal import Durability, JournalSettings
 
 # -- configuration -----------------------------------------------------------------------------
 

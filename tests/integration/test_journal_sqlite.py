@@ -11,7 +11,7 @@ from contextlib import closing
 import orjson
 import pytest
 
-from adapters.config import Durability, JournalSettings, load_config
+from adapters.config.loading import load_config
 from adapters.errors import (
     NewerSchemaError,
     NotAJournalError,
@@ -19,6 +19,7 @@ from adapters.errors import (
 from adapters.journal.application import SNAPSHOT_INTERVAL, TunedConnectionPool
 from adapters.journal.identity import APPLICATION_ID, SCHEMA_VERSION
 from adapters.journal.journal import SqliteJournal
+from adapters.settings.journal import Durability, JournalSettings
 from domain.ids import DeviceId
 from tests.integration.sqlite_helpers import (
     PAIRED_AT,

@@ -36,16 +36,16 @@ import pytest
 from adapters.fs.envelope import Envelope
 from adapters.fs.facts import expand_user, gather_facts, real_directory
 from adapters.home import Home
-from adapters.tools.base import PathTarget
-from adapters.tools.resolution import (
+from adapters.pipeline.resolution import (
     PathScope,
     Resolution,
     build_scope,
     resolve_targets,
     run_roots,
 )
-from adapters.tools.settings import RootSetting
-from adapters.wiring import protected_paths
+from adapters.settings.tools import RootSetting
+from adapters.tools.contract import PathTarget
+from adapters.wiring.home import protected_paths
 from domain.authorization.facts import canonical
 from domain.authorization.path_access import (
     PathAccessDecision,

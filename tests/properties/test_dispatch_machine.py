@@ -33,8 +33,9 @@ from hypothesis.stateful import (
 from pydantic import Field
 
 from adapters.journal.journal import SqliteJournal
-from adapters.tools.approvers import StandingApprover
-from adapters.tools.base import (
+from adapters.pipeline.dispatcher import Dispatcher
+from adapters.runtime.approvers import StandingApprover
+from adapters.tools.contract import (
     Arguments,
     CallAssessment,
     PathTarget,
@@ -42,7 +43,6 @@ from adapters.tools.base import (
     ToolRun,
     activity,
 )
-from adapters.tools.dispatcher import Dispatcher
 from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
 from domain.ids import AttemptId, CallId
 from domain.ports import Approver

@@ -20,9 +20,9 @@ import anyio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.config import Config
 from adapters.journal.journal import SqliteJournal
-from adapters.wiring import first_party_tools
+from adapters.settings.config_file import Config
+from adapters.wiring.home import first_party_tools
 from domain.ids import CallId
 from domain.ports import Approver
 from domain.session.aggregate import Session

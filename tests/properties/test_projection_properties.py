@@ -36,9 +36,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from adapters.config import Durability, JournalSettings
 from adapters.journal.journal import SqliteJournal
 from adapters.projections.runner import POSITIONS, ProjectionRunner
+from adapters.settings.journal import Durability, JournalSettings
 from domain.base import DomainEvent
 from domain.devices.aggregate import DeviceRegistry
 from domain.errors import DomainError

@@ -13,7 +13,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import suppress
 
-from adapters.tools.base import BoundTarget, ToolOutput
+from adapters.tools.contract import BoundTarget, ToolOutput
 from adapters.tools.files.cancel import stop_if_cancelled
 from domain.session.values import OutcomeCategory
 

@@ -12,7 +12,7 @@ from typing import ClassVar
 import anyio.to_thread
 from pydantic import Field
 
-from adapters.tools.base import (
+from adapters.tools.contract import (
     Arguments,
     BoundTarget,
     CallAssessment,

@@ -14,7 +14,7 @@ import anyio.to_thread
 import regex
 from pydantic import Field
 
-from adapters.tools.base import (
+from adapters.tools.contract import (
     Arguments,
     BoundTarget,
     CallAssessment,

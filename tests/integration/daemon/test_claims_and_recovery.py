@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from adapters.daemon.claims import SessionClaimedError, SessionClaims
-from adapters.daemon.recovery import recover_orphans
 from adapters.home import Home
+from adapters.hosting.claims import SessionClaimedError, SessionClaims
 from adapters.journal.journal import SqliteJournal
 from adapters.projections.runner import ProjectionRunner
+from adapters.runtime.recovery import recover_orphans
 from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.session.aggregate import Session
 from domain.session.values import (
@@ -29,7 +29,7 @@ from projections.registry import ALL_PROJECTIONS
 
 HOLD = """
 import sys, time
-from adapters.daemon.claims import SessionClaims
+from adapters.hosting.claims import SessionClaims
 from adapters.home import Home
 from domain.ids import SessionId
 claim = SessionClaims(Home(__import__("pathlib").Path(sys.argv[1]))).claim(SessionId(sys.argv[2]))

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from adapters.config import check_config, check_secrets, load_config
-from adapters.daemon.settings import DaemonSettings
+from adapters.config.loading import check_config, check_secrets, load_config
 from adapters.errors import ConfigError, PersistenceNotConfigurableError
+from adapters.settings.daemon import DaemonSettings
 from cli.app import app
 from domain.session.values import Audience
 

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from adapters import wiring
-from adapters.config import Config, load_config
+from adapters.config.loading import load_config
 from adapters.errors import ConfigError
+from adapters.settings.config_file import Config
 from adapters.tools.catalog import tool_catalog
+from adapters.wiring.tools import first_party_tools
 from cli.app import app
 
 runner = CliRunner()
@@ -30,7 +31,7 @@ def problem(tmp_path: Path, text: str) -> str:
 
 def test_the_catalog_names_every_tool_the_runtime_registers() -> None:
     """Configuration is checked against exactly the tools `wiring` builds, in their order."""
-    built = [d.name for d in wiring.first_party_tools(Config()).registry]
+    built = [d.name for d in first_party_tools(Config()).registry]
 
     assert built == [d.name for d in tool_catalog()]
 

@@ -23,27 +23,27 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 from websockets.sync.connection import Connection
 
-from adapters.daemon.control import ControlPlane, error_code
-from adapters.daemon.control_client import (
+from adapters.control.client import (
     ControlError,
     DaemonNotRespondingError,
     DaemonNotRunningError,
     call_daemon,
     exchange_pairing_code,
 )
-from adapters.daemon.host_key import ProofVerifier, load_or_create_host_key, sign_proof
-from adapters.daemon.lock import DaemonLock
-from adapters.daemon.pair_route import pair_route
-from adapters.daemon.pairing import (
+from adapters.control.pair_route import pair_route
+from adapters.control.plane import ControlPlane, error_code
+from adapters.errors import UnknownSessionError
+from adapters.home import Home, ensure_home
+from adapters.hosting.daemon_lock import DaemonLock
+from adapters.hosting.daemon_state import DAEMON_STATE_NAME, read_daemon_state
+from adapters.journal.journal import SqliteJournal
+from adapters.security.host_key import ProofVerifier, load_or_create_host_key, sign_proof
+from adapters.security.pairing import (
     PairingCodeExpiredError,
     PairingCodeInvalidError,
     PairingCodes,
     TokenAuthenticator,
 )
-from adapters.daemon.state import DAEMON_STATE_NAME, read_daemon_state
-from adapters.errors import UnknownSessionError
-from adapters.home import Home, ensure_home
-from adapters.journal.journal import SqliteJournal
 from domain.ids import DeviceId
 
 POLICY_VIOLATION = 1008

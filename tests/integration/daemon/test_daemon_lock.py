@@ -17,16 +17,16 @@ from typing import NamedTuple
 
 import pytest
 
-from adapters.daemon.lock import DaemonAlreadyRunningError, DaemonLock, is_daemon_running
-from adapters.daemon.state import read_daemon_state
 from adapters.errors import HomeError
 from adapters.home import Home
+from adapters.hosting.daemon_lock import DaemonAlreadyRunningError, DaemonLock, is_daemon_running
+from adapters.hosting.daemon_state import read_daemon_state
 
 TIMEOUT = 30
 HOLDER = """
 import subprocess, sys, time
 from pathlib import Path
-from adapters.daemon.lock import DaemonLock
+from adapters.hosting.daemon_lock import DaemonLock
 from adapters.home import Home
 
 DaemonLock(Home(Path(sys.argv[1]))).acquire(int(sys.argv[2]))

@@ -142,7 +142,7 @@ def test_an_unknown_level_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "shown"),
     [
-        ("adapters.daemon.host", "ledgerclaw.adapters.daemon.host"),
+        ("adapters.runtime.session_host", "ledgerclaw.adapters.runtime.session_host"),
         ("ledgerclaw.test", "ledgerclaw.test"),
         ("uvicorn.error", "ledgerclaw.http"),
         ("mcp.server.streamable_http", "ledgerclaw.mcp.server.streamable_http"),
@@ -165,9 +165,9 @@ def test_a_quiet_terminal_gets_only_warnings_and_errors(
     """With quiet_terminal at info, stderr gets warnings only; the file gets everything."""
     path = configure_logging(Home(tmp_path), "info", quiet_terminal=True)
 
-    logging.getLogger("adapters.mcp.stdio").info("started")
-    logging.getLogger("adapters.mcp.stdio").warning("no root is configured")
+    logging.getLogger("adapters.stdio.serve").info("started")
+    logging.getLogger("adapters.stdio.serve").warning("no root is configured")
 
     [line] = capsys.readouterr().err.splitlines()
-    assert line.endswith(" WARNING ledgerclaw.adapters.mcp.stdio: no root is configured")
+    assert line.endswith(" WARNING ledgerclaw.adapters.stdio.serve: no root is configured")
     assert 2 == len(path.read_text().splitlines())

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.daemon.host_key import (
+from adapters.home import Home
+from adapters.security.host_key import (
     HOST_KEY_PATH,
     KEY_BYTES,
     MAX_USED_NONCES,
@@ -21,7 +22,6 @@ from adapters.daemon.host_key import (
     load_or_create_host_key,
     sign_proof,
 )
-from adapters.home import Home
 
 NOW = 1_800_000_000.0
 KEY = bytes(range(32))
@@ -146,7 +146,7 @@ def test_racing_processes_end_with_one_key(home: Home) -> None:
     script = (
         "import sys, time; from pathlib import Path\n"
         "from adapters.home import Home\n"
-        "from adapters.daemon.host_key import load_or_create_host_key\n"
+        "from adapters.security.host_key import load_or_create_host_key\n"
         "go = Path(sys.argv[2])\n"
         "while not go.exists(): time.sleep(0.001)\n"
         "print(load_or_create_host_key(Home(Path(sys.argv[1]))).hex())\n"

@@ -19,8 +19,8 @@ import mcp_types as types
 import pytest
 from mcp import Client, MCPError
 
-from adapters import wiring
-from adapters.config import Config
+from adapters.settings.config_file import Config
+from adapters.wiring.tools import first_party_tools
 from tests.daemon_harness import (
     cli_json,
     http_client,
@@ -61,7 +61,7 @@ def served(request: pytest.FixtureRequest, tmp_path: Path, work: Path) -> Iterat
 
 def first_party() -> dict[str, Any]:
     """Every first-party tool's definition, by name, as the default configuration builds it."""
-    return {d.name: d for d in wiring.first_party_tools(Config()).registry}
+    return {d.name: d for d in first_party_tools(Config()).registry}
 
 
 def test_every_first_party_tool_declares_a_title_and_its_effects() -> None:

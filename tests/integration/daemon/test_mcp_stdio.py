@@ -16,8 +16,8 @@ import mcp_types as types
 import pytest
 from mcp import MCPError
 
-from adapters.daemon.claims import SessionClaims
 from adapters.home import Home
+from adapters.hosting.claims import SessionClaims
 from domain.ids import SessionId
 from tests.daemon_harness import (
     cli_json,

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.daemon.pairing import (
+from adapters.journal.journal import SqliteJournal
+from adapters.security.pairing import (
     ALPHABET,
     MAX_FAILED_ATTEMPTS,
     DeviceNameInvalidError,
@@ -19,7 +20,6 @@ from adapters.daemon.pairing import (
     normalise_code,
     pair_device,
 )
-from adapters.journal.journal import SqliteJournal
 from domain.devices.aggregate import REGISTRY_ID
 from domain.devices.errors import DeviceRevokedError, InvalidDeviceTokenError
 from domain.devices.events import DeviceSeen

@@ -6,13 +6,13 @@ import anyio
 import pytest
 from starlette.datastructures import Headers
 
-from adapters.daemon.approvals import (
+from adapters.runtime.approvals import (
     CALL_PROGRESS,
     ApprovalScopeError,
     PendingApprovals,
     UnknownApprovalError,
 )
-from adapters.daemon.loopback import is_loopback_request
+from adapters.security.loopback import is_loopback_request
 from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
 from domain.ids import AttemptId, CallId, SessionId
 from domain.session.values import ApprovalMode, ApprovalScope, ApprovalVerdict

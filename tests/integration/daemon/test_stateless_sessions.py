@@ -15,7 +15,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
-from adapters.config import load_config
+from adapters.config.loading import load_config
 from adapters.errors import ConfigError
 from tests.daemon_harness import (
     RunningDaemon,

@@ -227,7 +227,7 @@ def test_every_log_line_of_a_stdio_server_carries_a_ledgerclaw_name(
         if LOG_LINE.match(line)
     }
     assert 0 == code
-    assert {"ledgerclaw.http", "ledgerclaw.adapters.mcp.stdin"} <= names
+    assert {"ledgerclaw.http", "ledgerclaw.adapters.stdio.stdin"} <= names
     assert [] == sorted(name for name in names if not name.startswith("ledgerclaw."))
 
 
@@ -293,7 +293,9 @@ def test_a_project_outside_the_roots_is_denied_with_one_warning(home: Path, tmp_
         server.release()
     assert 0 == code
     [line] = stderr.splitlines()
-    assert f"WARNING ledgerclaw.adapters.mcp.stdio: --project {elsewhere} was not declared" in line
+    assert (
+        f"WARNING ledgerclaw.adapters.stdio.serve: --project {elsewhere} was not declared" in line
+    )
     [denied] = journal_events(home, session_ids(home)[0], "session.attempt_denied")
     assert "outside_roots" == denied["category"]
 

@@ -10,7 +10,7 @@ from typing import cast
 
 import pytest
 
-from adapters.tools.base import Tool
+from adapters.tools.contract import Tool
 from adapters.tools.files.atomic import atomic_replace
 from adapters.tools.files.edit_file import EditFile
 from adapters.tools.files.find_files import FindFiles

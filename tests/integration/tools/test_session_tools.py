@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from adapters.fs.facts import gather_facts, real_directory
-from adapters.tools.base import (
+from adapters.tools.contract import (
     Arguments,
     BoundTarget,
     CallAssessment,

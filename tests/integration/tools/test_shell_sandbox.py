@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from adapters.sandbox.launch import abi_version
-from adapters.tools.settings import NetworkAccess, RootSetting, ShellSettings, ToolSettings
+from adapters.settings.tools import NetworkAccess, RootSetting, ShellSettings, ToolSettings
 from domain.session.values import Audience, DenialCategory, FileOperation, OutcomeCategory
 from domain.shell.confinement import SandboxMode
 from tests.pipeline import Pipeline, approving, make_pipeline

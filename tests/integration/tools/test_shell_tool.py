@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from adapters.fs.facts import gather_facts, real_directory
-from adapters.tools.base import BoundTarget, CallAssessment, PathTarget, ToolOutput, ToolRun
+from adapters.tools.contract import BoundTarget, CallAssessment, PathTarget, ToolOutput, ToolRun
 from adapters.tools.shell import CAPTURE_LIMIT, ShellArguments, ShellExecute
 from domain.authorization.facts import canonical
 from domain.authorization.path_access import PathAccessDecision, PathAllowed, decide_path

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.fs.facts import expand_user, gather_facts, real_directory
-from adapters.tools.base import BoundTarget, Tool, ToolOutput, ToolRun
+from adapters.tools.contract import BoundTarget, Tool, ToolOutput, ToolRun
 from domain.authorization.facts import canonical
 from domain.authorization.path_access import PathAccessDecision, PathAllowed, decide_path
 from domain.authorization.roots import ALL_OPERATIONS, ProtectedPaths, RootKind, TrustedRoot

@@ -1,0 +1,229 @@
+"""Health checks of a home: config, journal identity, integrity, decodable events; adapter layer."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+
+from eventsourcing.persistence import StoredEvent
+from pydantic import BaseModel
+
+from adapters.config.loading import check_secrets, load_config
+from adapters.config.roots import check_roots, root_warnings, unusable_roots
+from adapters.errors import JournalCorruptError
+from adapters.home import Home, ensure_home
+from adapters.journal.failures import translated
+from adapters.journal.identity import (
+    SCHEMA_VERSION,
+    check_journal_file,
+    prepare_journal_file,
+    read_schema_version,
+)
+from adapters.journal.integrity import integrity_failures
+from adapters.journal.mapper import CatalogMapper, OrjsonTranscoder
+from adapters.sandbox.checks import sandbox_state, sandbox_warnings
+from adapters.settings.config_file import Config
+from domain.errors import LedgerclawError
+
+Progress = Callable[[int, int], None]
+"""Called with (done, total) while stored events are decoded."""
+
+BATCH = 2000
+MAX_REPORTED_FAILURES = 5
+
+
+class Check(BaseModel):
+    """One doctor check and what it found."""
+
+    name: str
+    ok: bool
+    detail: str
+    warning: bool = False
+    """Passed, with something to look at (a missing root): it does not fail the doctor."""
+
+
+class DoctorReport(BaseModel):
+    """Everything the doctor looked at."""
+
+    home: str
+    database: str
+    schema_version: int | None = None
+    events: int = 0
+    snapshots: int = 0
+    checks: list[Check] = []
+
+    @property
+    def ok(self) -> bool:
+        """Whether every check passed."""
+        return all(check.ok for check in self.checks)
+
+
+def _decode_rows(
+    mapper: CatalogMapper, rows: list[tuple[str, int, str, bytes]], failures: list[str]
+) -> None:
+    for stream, version, topic, state in rows:
+        stored = StoredEvent(
+            originator_id=stream, originator_version=version, topic=topic, state=state
+        )
+        try:
+            mapper.to_domain_event(stored)
+        except LedgerclawError as error:
+            failures.append(str(error))
+
+
+def _decode_events(conn: sqlite3.Connection, progress: Progress | None) -> tuple[int, list[str]]:
+    mapper = CatalogMapper(transcoder=OrjsonTranscoder())
+    total = conn.execute("SELECT count(*) FROM stored_events").fetchone()[0]
+    failures: list[str] = []
+    done, last = 0, 0
+    while rows := conn.execute(
+        "SELECT rowid, originator_id, originator_version, topic, state FROM stored_events"
+        " WHERE rowid > ? ORDER BY rowid LIMIT ?",
+        (last, BATCH),
+    ).fetchall():
+        last = rows[-1][0]
+        _decode_rows(mapper, [row[1:] for row in rows], failures)
+        done += len(rows)
+        if progress:
+            progress(done, total)
+    return total, failures
+
+
+def _decode_snapshots(conn: sqlite3.Connection) -> tuple[int, list[str]]:
+    mapper = CatalogMapper(transcoder=OrjsonTranscoder())
+    rows = conn.execute(
+        "SELECT originator_id, originator_version, topic, state FROM stored_snapshots"
+    ).fetchall()
+    failures: list[str] = []
+    _decode_rows(mapper, rows, failures)
+    return len(rows), failures
+
+
+def _journal_checks(report: DoctorReport, database: Path, progress: Progress | None) -> None:
+    app_id, version = read_schema_version(database)
+    report.schema_version = version
+    report.checks.append(
+        Check(
+            name="schema",
+            ok=version == SCHEMA_VERSION,
+            detail=f"application id {app_id:#x}, schema version {version}",
+        )
+    )
+    uri = f"{database.as_uri()}?mode=ro"
+    with (
+        translated(database, "checking it"),
+        closing(sqlite3.connect(uri, uri=True, timeout=5)) as conn,
+    ):
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        report.checks.append(Check(name="wal", ok=mode == "wal", detail=f"journal mode {mode}"))
+        if not _integrity_check(report, database):
+            return
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        if "stored_events" not in tables:
+            report.checks.append(Check(name="events", ok=True, detail="no events yet"))
+            return
+        report.events, failures = _decode_events(conn, progress)
+        report.checks.append(
+            Check(
+                name="events",
+                ok=not failures,
+                detail=f"{report.events} events, {len(failures)} undecodable"
+                + "".join(f"; {f}" for f in failures[:MAX_REPORTED_FAILURES]),
+            )
+        )
+        if "stored_snapshots" in tables:
+            report.snapshots, failures = _decode_snapshots(conn)
+            report.checks.append(
+                Check(
+                    name="snapshots",
+                    ok=not failures,
+                    detail=f"{report.snapshots} snapshots, {len(failures)} undecodable"
+                    + "".join(f"; {f}" for f in failures[:MAX_REPORTED_FAILURES]),
+                )
+            )
+
+
+def _integrity_check(report: DoctorReport, database: Path) -> bool:
+    """Add the integrity check of `database` to the report; whether it passed."""
+    problems = integrity_failures(database, limit=MAX_REPORTED_FAILURES)
+    detail = "; ".join(problems) if problems else "ok"
+    report.checks.append(Check(name="integrity", ok=not problems, detail=detail))
+    return not problems
+
+
+def secrets_check(home: Home) -> Check:
+    """secrets.toml as a start checks it: owner-only, only `[redact] values`."""
+    try:
+        values = check_secrets(home.secrets)
+    except LedgerclawError as error:
+        return Check(name="secrets", ok=False, detail=str(error))
+    detail = "no secrets file" if values is None else f"{values} values, owner-only"
+    return Check(name="secrets", ok=True, detail=detail)
+
+
+def roots_check(home: Home, config: Config) -> Check:
+    """The configured roots: one that is not a directory fails, a missing one warns."""
+    roots = check_roots(config.tools.roots)
+    problems = unusable_roots(roots)
+    if problems:
+        return Check(name="roots", ok=False, detail="; ".join(problems))
+    warnings = root_warnings(roots, home.config)
+    if warnings:
+        return Check(name="roots", ok=True, warning=True, detail="; ".join(warnings))
+    return Check(name="roots", ok=True, detail=f"{len(roots)} directories")
+
+
+def sandbox_check(home: Home, config: Config) -> Check:
+    """The shell sandbox on this kernel: a refused or unconfined shell warns."""
+    state = sandbox_state(config.tools.shell)
+    warnings = sandbox_warnings(config.tools.shell, home.config)
+    if warnings:
+        return Check(
+            name="sandbox", ok=True, warning=True, detail=f"{state}; {'; '.join(warnings)}"
+        )
+    return Check(name="sandbox", ok=True, detail=state)
+
+
+def run_doctor(home: Home, progress: Progress | None = None) -> DoctorReport:
+    """Check `home`, creating it and an empty journal when they do not exist yet."""
+    report = DoctorReport(home=str(home.root), database=str(home.database))
+    try:
+        ensure_home(home)
+    except LedgerclawError as error:
+        report.checks.append(Check(name="home", ok=False, detail=str(error)))
+        return report
+    report.checks.append(Check(name="home", ok=True, detail="readable and writable"))
+    config: Config | None = None
+    try:
+        config = load_config(home.config)
+        detail = f"durability {config.journal.durability}" + (
+            "" if home.config.exists() else " (no config file: defaults)"
+        )
+        report.checks.append(Check(name="config", ok=True, detail=detail))
+    except LedgerclawError as error:
+        report.checks.append(Check(name="config", ok=False, detail=str(error)))
+    report.checks.append(secrets_check(home))
+    if config is not None:
+        report.checks.append(roots_check(home, config))
+        report.checks.append(sandbox_check(home, config))
+    try:
+        if config is None:
+            if not check_journal_file(home.database):
+                detail = "no journal yet; none is created until the config is fixed"
+                report.checks.append(Check(name="journal", ok=False, detail=detail))
+                return report
+            detail = "ledgerclaw journal"
+        else:
+            created = prepare_journal_file(home.database)
+            detail = "created an empty journal" if created else "ledgerclaw journal"
+        report.checks.append(Check(name="journal", ok=True, detail=detail))
+        _journal_checks(report, home.database, progress)
+    except JournalCorruptError as error:
+        report.checks.append(Check(name="journal", ok=False, detail=str(error)))
+        if not any(check.name == "integrity" for check in report.checks):
+            _integrity_check(report, home.database)
+    except LedgerclawError as error:
+        report.checks.append(Check(name="journal", ok=False, detail=str(error)))
+    return report

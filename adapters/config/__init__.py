@@ -1,0 +1,1 @@
+"""Reading and checking config.toml and secrets.toml; adapter layer."""

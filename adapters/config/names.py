@@ -1,0 +1,59 @@
+"""Names in the configuration that must come from a closed set: tools and feature gates.
+
+Adapter layer. A misspelt tool name would otherwise leave the real tool exposed and unguarded
+(`shell_exec = "deny"` denies nothing), so every name must be registered, exactly.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+
+import orjson
+
+from adapters.settings.tools import ToolSettings
+from domain.tools.registry import ToolRegistry
+
+Location = tuple[int | str, ...]
+
+
+def unknown_names(tools: ToolSettings, catalog: ToolRegistry) -> list[tuple[Location, str]]:
+    """Every tool or feature gate the `[tools]` section names that is not registered.
+
+    Returns:
+        The key of each unknown name and what is wrong with it, in file order.
+    """
+    names = [definition.name for definition in catalog]
+    gates = sorted({gate for definition in catalog for gate in definition.feature_gates})
+    problems: list[tuple[Location, str]] = [
+        (("tools", "approval", name), f"unknown tool{_hint(name, names, 'tools')}")
+        for name in tools.approval
+        if name not in names
+    ]
+    for audience, setting in tools.audiences.items():
+        for field, listed in (("allow", setting.allow or ()), ("deny", setting.deny)):
+            problems += [
+                (("tools", "audiences", str(audience), field, index), _unknown("tool", name, names))
+                for index, name in enumerate(listed)
+                if name not in names
+            ]
+    problems += [
+        (("tools", "features", index), _unknown("feature gate", gate, gates))
+        for index, gate in enumerate(tools.features)
+        if gate not in gates
+    ]
+    return problems
+
+
+def _unknown(kind: str, name: str, known: Sequence[str]) -> str:
+    return f"unknown {kind} {orjson.dumps(name).decode()}{_hint(name, known, kind + 's')}"
+
+
+def _hint(name: str, known: Sequence[str], plural: str) -> str:
+    """The closest known name, else the whole list (or that there is none)."""
+    if not known:
+        return f" (no registered tool has {plural})"
+    close = difflib.get_close_matches(name, known, n=1)
+    if close:
+        return f" (did you mean {close[0]}?)"
+    return f" (known {plural}: {', '.join(known)})"

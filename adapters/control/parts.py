@@ -1,0 +1,46 @@
+"""What a hosting process is built from, as the composition root hands it over; adapter layer.
+
+The daemon and `mcp serve` run the same parts: a journal, recovery of sessions whose host
+died, the session host over the governed pipeline, and a control plane. Which classes make
+those parts is decided by `adapters.wiring.hosting` alone; the processes only use them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from adapters.control.plane import ControlPlane
+from adapters.journal.journal import EventJournal
+from adapters.projections.runner import ProjectionRunner
+from adapters.runtime.approvals import PendingApprovals
+from adapters.runtime.recovery import RecoveryReport
+from adapters.runtime.session_host import SessionHost
+from adapters.security.pairing import PairingCodes
+from domain.ids import DeviceId
+
+
+class HostingParts(Protocol):
+    """The parts of one hosting process for one home."""
+
+    def open_journal(self) -> EventJournal:
+        """The home's writable journal; the process closes it as it ends."""
+        ...
+
+    async def recover(self, journal: EventJournal) -> tuple[ProjectionRunner, RecoveryReport]:
+        """The projection runner, after settling every session whose host died."""
+        ...
+
+    def assemble(self, journal: EventJournal) -> tuple[SessionHost, PendingApprovals]:
+        """The session host over the governed pipeline, and the approvals it waits on."""
+        ...
+
+    def control_plane(
+        self,
+        health: Callable[[], dict[str, Any]],
+        approvals: PendingApprovals,
+        authenticate: Callable[[str], DeviceId],
+        codes: PairingCodes | None = None,
+    ) -> ControlPlane:
+        """The control plane of the process, checking proofs with the home's host key."""
+        ...

@@ -1,0 +1,4 @@
+"""Which process hosts a home and its sessions: daemon lock, host records, claims.
+
+Adapter layer.
+"""

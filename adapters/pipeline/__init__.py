@@ -1,0 +1,1 @@
+"""The governed tool pipeline: dispatch, authorization, receipts, spills; adapter layer."""

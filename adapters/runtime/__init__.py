@@ -1,0 +1,4 @@
+"""Hosting sessions as actors, apart from any transport: runs, approvals, recovery.
+
+Adapter layer.
+"""

@@ -1,0 +1,103 @@
+"""One hosting process's parts, wired the same way for the daemon and the stdio server.
+
+`HomeParts` is what the daemon and `mcp serve` are given (see `adapters.control.parts`):
+they run it, and only this module picks the classes behind it. Adapter layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+
+from adapters.control.methods import control_methods
+from adapters.control.plane import ControlPlane
+from adapters.home import Home
+from adapters.hosting.claims import SessionClaims
+from adapters.journal.journal import EventJournal, SqliteJournal
+from adapters.projections.runner import ProjectionRunner
+from adapters.runtime.approvals import PendingApprovals
+from adapters.runtime.recovery import RecoveryReport, recover_orphans
+from adapters.runtime.session_host import SessionHost
+from adapters.security.host_key import ProofVerifier, load_or_create_host_key
+from adapters.security.pairing import PairingCodes
+from adapters.settings.config_file import Config
+from adapters.wiring.tools import dispatcher, first_party_tools, pipeline_policy
+from domain.ids import DeviceId
+from projections.registry import ALL_PROJECTIONS
+
+
+def assemble(
+    home: Home, config: Config, journal: EventJournal
+) -> tuple[SessionHost, PendingApprovals]:
+    """The session host over the governed pipeline, and the approvals it waits on."""
+    settings = config.daemon
+    tools, policy = first_party_tools(config, home), pipeline_policy(home, config)
+    approvals = PendingApprovals(timeout_seconds=policy.approval_timeout_seconds)
+    pipeline = dispatcher(journal, tools, policy, approvals)
+    host = SessionHost(
+        journal,
+        pipeline,
+        home.root,
+        SessionClaims(home),
+        audience=settings.audience,
+        max_concurrent_calls=settings.max_concurrent_calls,
+        idle_seconds=float(settings.idle_timeout_seconds),
+    )
+    return host, approvals
+
+
+async def recover(
+    home: Home, config: Config, journal: EventJournal
+) -> tuple[ProjectionRunner, RecoveryReport]:
+    """The home's projection runner, after settling every session whose host died."""
+    runner = ProjectionRunner(
+        home.database, ALL_PROJECTIONS, busy_timeout=float(config.journal.busy_timeout_seconds)
+    )
+    report = await anyio.to_thread.run_sync(recover_orphans, journal, runner, SessionClaims(home))
+    return runner, report
+
+
+def control_plane(
+    home: Home,
+    health: Callable[[], dict[str, Any]],
+    approvals: PendingApprovals,
+    authenticate: Callable[[str], DeviceId],
+    codes: PairingCodes | None = None,
+) -> ControlPlane:
+    """The control plane of a hosting process, checking proofs with the home's host key."""
+    return ControlPlane(
+        control_methods(health, approvals, codes),
+        ProofVerifier(load_or_create_host_key(home)),
+        authenticate,
+    )
+
+
+class HomeParts:
+    """The hosting parts of one home under its configuration."""
+
+    def __init__(self, home: Home, config: Config) -> None:
+        self.home, self.config = home, config
+
+    def open_journal(self) -> EventJournal:
+        """The home's writable SQLite journal."""
+        return SqliteJournal(self.home.database, self.config.journal)
+
+    async def recover(self, journal: EventJournal) -> tuple[ProjectionRunner, RecoveryReport]:
+        """The projection runner, after settling every session whose host died."""
+        return await recover(self.home, self.config, journal)
+
+    def assemble(self, journal: EventJournal) -> tuple[SessionHost, PendingApprovals]:
+        """The session host over the governed pipeline, and the approvals it waits on."""
+        return assemble(self.home, self.config, journal)
+
+    def control_plane(
+        self,
+        health: Callable[[], dict[str, Any]],
+        approvals: PendingApprovals,
+        authenticate: Callable[[str], DeviceId],
+        codes: PairingCodes | None = None,
+    ) -> ControlPlane:
+        """The control plane, checking proofs with the home's host key."""
+        return control_plane(self.home, health, approvals, authenticate, codes)
