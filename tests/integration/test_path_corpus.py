@@ -45,7 +45,7 @@ from adapters.pipeline.resolution import (
 )
 from adapters.settings.tools import RootSetting
 from adapters.tools.contract import PathTarget
-from adapters.wiring.home import protected_paths
+from adapters.wiring.tools import protected_paths
 from domain.authorization.facts import canonical
 from domain.authorization.path_access import (
     PathAccessDecision,

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from adapters.journal.journal import SqliteJournal
 from adapters.settings.config_file import Config
-from adapters.wiring.home import first_party_tools
+from adapters.wiring.tools import first_party_tools
 from domain.ids import CallId
 from domain.ports import Approver
 from domain.session.aggregate import Session

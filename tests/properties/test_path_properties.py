@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from adapters.fs.facts import gather_facts, real_directory
 from adapters.home import Home
-from adapters.wiring.home import protected_paths
+from adapters.wiring.tools import protected_paths
 from domain.authorization.facts import canonical
 from domain.authorization.path_access import PathAllowed, PathDenied, decide_path
 from domain.authorization.roots import (
