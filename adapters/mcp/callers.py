@@ -27,6 +27,8 @@ from adapters.runtime.approvals import SessionReach
 from adapters.runtime.session_host import Caller
 from adapters.security.bearer import DEVICE_SCOPE_KEY
 
+MCP = "mcp"
+"""The protocol word of an MCP client's session key (`mcp-stdio:<client>`, say)."""
 STDIO = "stdio"
 HTTP = "http"
 HTTP_STATELESS = "http-stateless"
@@ -50,7 +52,7 @@ def caller_of(ctx: ServerRequestContext[Any, Any], transport: str) -> Caller:
             f"stdio pid {os.getpid()}",
             f"the one client of stdio server pid {os.getpid()} ({_client(name)})",
         )
-        return Caller(STDIO, STDIO, name, version, None, None, reach)
+        return Caller(STDIO, STDIO, name, version, None, None, reach, MCP)
     request = ctx.request
     scope = getattr(request, "scope", {}) or {}
     device = scope.get(DEVICE_SCOPE_KEY)
@@ -60,7 +62,14 @@ def caller_of(ctx: ServerRequestContext[Any, Any], transport: str) -> Caller:
         # repr keeps the parts apart: no client name can pass for a name plus a key.
         key = f"device:{device}:{name!r}:{named!r}"
         return Caller(
-            key, HTTP_STATELESS, name, version, device, named, _stateless(device, name, named)
+            key,
+            HTTP_STATELESS,
+            name,
+            version,
+            device,
+            named,
+            _stateless(device, name, named),
+            MCP,
         )
     session_id = headers.get("mcp-session-id")
     reach = SessionReach(
@@ -69,7 +78,7 @@ def caller_of(ctx: ServerRequestContext[Any, Any], transport: str) -> Caller:
         f"mcp session {session_id}",
         f"the requests of MCP session {session_id} ({_client(name)} on device {device})",
     )
-    return Caller(f"http:{session_id}", HTTP, name, version, device, named, reach)
+    return Caller(f"http:{session_id}", HTTP, name, version, device, named, reach, MCP)
 
 
 def _stateless(device: str | None, name: str | None, named: str | None) -> SessionReach:

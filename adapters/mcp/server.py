@@ -216,12 +216,12 @@ def _attach(
         async def publish() -> None:
             await bus.publish(ToolsListChanged())
 
-        hosted.notify_tools_changed = publish
+        hosted.on_tools_changed = publish
         return
     # The SDK keeps one Connection per handshake-era client (and per stdio process); its
     # exit stack unwinds when the client goes away: a DELETE, the idle timeout, EOF.
     connection = ctx.session._connection  # noqa: SLF001 - the SDK exposes no public handle
-    hosted.notify_tools_changed = _notifier(connection.send_tool_list_changed)
+    hosted.on_tools_changed = _notifier(connection.send_tool_list_changed)
 
     async def closed() -> None:
         idle = anyio.current_time() - hosted.last_used >= host.idle_seconds

@@ -12,20 +12,35 @@ from domain.session.aggregate import Session
 from domain.session.values import Audience, RunEndReason, SessionKind
 
 
-def begin_run(
+def begin_run(  # noqa: PLR0913 - a new session's opening facts are keyword-only
     journal: Journal,
     home_root: Path,
     session_id: SessionId | None = None,
     audience: Audience = Audience.PERSONAL,
     *,
     new: bool = False,
+    session_key: str | None = None,
+    client_name: str | None = None,
+    client_version: str | None = None,
 ) -> RunScope:
-    """Open a new main session (when none is named, or `new`), bind it, start and claim a run."""
+    """Open a new main session (when none is named, or `new`), bind it, start and claim a run.
+
+    The one way a run is opened, for a native call, a hosted client or an agent alike: a new
+    session gets `session_key` (`cli:<id prefix>` by default) and the client's declared name
+    and version; its storage is made before anything is journaled.
+    """
     if session_id is None or new:
         session_id = session_id or SessionId.new()
         # Prepare the storage first: if it cannot be made, nothing has been journaled.
         Envelope(envelope_root(home_root, session_id).resolve()).create()
-        journal.open_session(session_id, f"cli:{session_id.hex[:8]}", SessionKind.MAIN, audience)
+        journal.open_session(
+            session_id,
+            session_key or f"cli:{session_id.hex[:8]}",
+            SessionKind.MAIN,
+            audience,
+            client_name=client_name,
+            client_version=client_version,
+        )
     envelope = bind_envelope(journal, home_root, session_id)
     run_id = RunId.new()
 

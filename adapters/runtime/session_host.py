@@ -20,22 +20,21 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from adapters.fs.envelope import Envelope, bind_envelope, envelope_root
 from adapters.hosting.claims import Claim, SessionClaims
 from adapters.journal.journal import EventJournal
 from adapters.pipeline.context import RunScope
 from adapters.pipeline.dispatcher import Dispatcher
 from adapters.pipeline.requests import call_request
 from adapters.runtime.approvals import CALL_REACH, SessionReach
+from adapters.runtime.runs import begin_run
 from domain.errors import LedgerclawError
-from domain.ids import CallId, RunId, SessionId
+from domain.ids import CallId, SessionId
 from domain.session.aggregate import Session
 from domain.session.values import (
     AttemptState,
     Audience,
     CancelReason,
     SessionCloseReason,
-    SessionKind,
     ToolCallRequest,
 )
 from domain.tools.definition import ToolDefinition
@@ -70,6 +69,8 @@ class Caller:
     """The session key the client named itself (`Ledgerclaw-Session-Key`), if any."""
     reach: SessionReach | None = None
     """Whom a session-scoped approval in this caller's session covers."""
+    protocol: str = "client"
+    """What the client speaks (`mcp`, say): the first word of its session's journaled key."""
 
 
 @dataclass
@@ -89,7 +90,8 @@ class HostedSession:
     """The calls running or waiting for their turn; closing cancels them."""
     closed: bool = False
     close_reason: SessionCloseReason | None = None
-    notify_tools_changed: Callable[[], Awaitable[None]] | None = None
+    on_tools_changed: Callable[[], Awaitable[None]] | None = None
+    """Set by the transport: tells the client that the tools it may call changed."""
 
     @property
     def session_id(self) -> SessionId:
@@ -104,41 +106,25 @@ class HostedSession:
 
 def _open(host: SessionHost, caller: Caller) -> tuple[RunScope, Claim]:
     """Open, bind, start and claim a new session; runs in a worker thread."""
-    journal, home_root, audience = host.journal, host.home_root, host.audience
-    label = f"mcp-{caller.channel}:{(caller.client_name or 'unnamed')}"
+    label = f"{caller.protocol}-{caller.channel}:{(caller.client_name or 'unnamed')}"
     if caller.session_name is not None:
         label = f"{label[: 200 - len(caller.session_name) - 1]}:{caller.session_name}"
-    session_key = _short(label) or f"mcp-{caller.channel}"
     session_id = SessionId.new()
     claim = host.claims.claim(session_id)
     try:
-        Envelope(envelope_root(home_root, session_id).resolve()).create()
-        journal.open_session(
+        scope = begin_run(
+            host.journal,
+            host.home_root,
             session_id,
-            session_key,
-            SessionKind.MAIN,
-            audience,
+            host.audience,
+            new=True,
+            session_key=_short(label) or f"{caller.protocol}-{caller.channel}",
             client_name=_short(caller.client_name),
             client_version=_short(caller.client_version),
         )
-        envelope = bind_envelope(journal, home_root, session_id)
-        run_id = RunId.new()
-
-        def start(session: Session) -> None:
-            session.start_run(run_id)
-            session.claim_writer(run_id)
-
-        journal.update_session(session_id, start)
     except BaseException:
         claim.release()
         raise
-    scope = RunScope(
-        session_id=session_id,
-        run_id=run_id,
-        kind=SessionKind.MAIN,
-        audience=audience,
-        envelope=envelope,
-    )
     return scope, claim
 
 
@@ -306,8 +292,8 @@ class SessionHost:
         if result is None:
             return self._cancelled(hosted, request)
         self.calls_served += 1
-        if changed and hosted.notify_tools_changed is not None:
-            await hosted.notify_tools_changed()
+        if changed and hosted.on_tools_changed is not None:
+            await hosted.on_tools_changed()
         return result
 
     def _why(self, hosted: HostedSession, scope: anyio.CancelScope) -> CancelReason:
