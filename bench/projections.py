@@ -84,7 +84,7 @@ from domain.session.values import (  # noqa: E402
     ToolCallRequest,
     ToolReceipt,
 )
-from projections.model import Projection  # noqa: E402
+from projections.contract import Projection  # noqa: E402
 from projections.registry import ALL_PROJECTIONS  # noqa: E402
 
 AIM = 0.5

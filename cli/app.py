@@ -9,12 +9,13 @@ import orjson
 import typer
 
 from adapters.api import queries, tool_calls
+from adapters.api import replay as replay_api
 from adapters.api.doctor import run_doctor
 from adapters.api.verify import verify
-from adapters.errors import InvalidToolCallError, PositionOutOfRangeError
+from adapters.errors import InvalidToolCallError
 from adapters.pipeline.requests import TOO_DEEP
-from adapters.wiring.home import current_home, open_journal, open_reader
-from cli import render, render_models
+from adapters.wiring.home import current_home
+from cli import render, render_read_models
 from cli.backup_cmd import backup_app
 from cli.common import expected_errors
 from cli.config_cmd import config_app
@@ -124,7 +125,7 @@ def _listing(
     if json_output:
         render.emit_json(list(rows))
     elif csv_output:
-        render_models.csv_rows(rows, rows.columns)
+        render_read_models.csv_rows(rows, rows.columns)
     else:
         human(rows)
 
@@ -147,11 +148,11 @@ def list_sessions(  # noqa: PLR0913, PLR0917 - typer reads each option as a para
     filters = _filters(since, until, session, limit)
     rows = _audit().sessions(filters, oldest_first=True)
     if json_output:
-        render.emit_json([render_models.session_json(row) for row in rows])
+        render.emit_json([render_read_models.session_json(row) for row in rows])
     elif csv_output:
-        render_models.csv_rows(rows, rows.columns)
+        render_read_models.csv_rows(rows, rows.columns)
     else:
-        render_models.catalog_sessions(rows)
+        render_read_models.catalog_sessions(rows)
 
 
 @session_app.command("show")
@@ -163,9 +164,9 @@ def show_session(
     """Show a session's catalog row and working context."""
     row = _audit().session(session)
     if json_output:
-        render.emit_json(render_models.session_json(row))
+        render.emit_json(render_read_models.session_json(row))
     else:
-        render_models.catalog_session(row)
+        render_read_models.catalog_session(row)
 
 
 @session_app.command("replay")
@@ -185,38 +186,27 @@ def replay(
 
     The timeline has one line per event; --at N rebuilds the state from the first N events.
     """
-    home = current_home()
-    reader = open_reader(home)
-    session_id = reader.resolve_session(session)
     if at is None:
-        entries = reader.timeline(session_id)
+        found = replay_api.timeline(current_home(), session)
         if json_output:
-            render.emit_json({"session_id": session_id, "events": [e._asdict() for e in entries]})
+            events = [e._asdict() for e in found.entries]
+            render.emit_json({"session_id": found.session_id, "events": events})
         else:
-            render.timeline(session_id, entries)
+            render.timeline(found.session_id, found.entries)
         return
-    head = reader.head(session_id)
-    if at > head:
-        msg = f"--at {at} is past the end of {session_id}, which has {head} events"
-        raise PositionOutOfRangeError(msg)
-    journal = open_journal(home)
-    try:
-        state = journal.session(session_id, version=at).state()
-    finally:
-        journal.close()
-    transcript = reader.transcript(session_id, upto=at)
+    rebuilt = replay_api.state_at(current_home(), session, at)
     if json_output:
         render.emit_json(
             {
-                "session_id": session_id,
-                "position": at,
-                "head": head,
-                "state": state.model_dump(mode="json"),
-                "transcript": transcript,
+                "session_id": rebuilt.session_id,
+                "position": rebuilt.position,
+                "head": rebuilt.head,
+                "state": rebuilt.state.model_dump(mode="json"),
+                "transcript": rebuilt.transcript,
             }
         )
     else:
-        render.session_state(state, transcript, at, head)
+        render.session_state(rebuilt.state, rebuilt.transcript, rebuilt.position, rebuilt.head)
 
 
 @app.command("doctor")
@@ -348,7 +338,7 @@ def audit_attempts(  # noqa: PLR0913, PLR0917 - typer reads each option as a par
     _one_format(json_output, csv_output)
     filters = _filters(since, until, session, limit)
     rows = _audit().attempts(filters, decision=decision, tool=tool, path_glob=path)
-    _listing(rows, json_output, csv_output, render_models.attempts)
+    _listing(rows, json_output, csv_output, render_read_models.attempts)
 
 
 @audit_app.command("files")
@@ -380,7 +370,7 @@ def audit_files(  # noqa: PLR0913, PLR0917 - typer reads each option as a parame
     _one_format(json_output, csv_output)
     filters = _filters(since, until, session, limit)
     rows = _audit().files(filters, path_glob=path, operation=operation)
-    _listing(rows, json_output, csv_output, render_models.file_activity)
+    _listing(rows, json_output, csv_output, render_read_models.file_activity)
 
 
 @stats_app.command("daily")
@@ -404,7 +394,7 @@ def stats_daily(  # noqa: PLR0913, PLR0917 - typer reads each option as a parame
     """
     _one_format(json_output, csv_output)
     filters = _filters(since, until, session, limit)
-    _listing(_audit().daily(filters), json_output, csv_output, render_models.daily_stats)
+    _listing(_audit().daily(filters), json_output, csv_output, render_read_models.daily_stats)
 
 
 @projections_app.command("status")
@@ -418,7 +408,7 @@ def projections_status(json_output: bool = JSON_OPTION) -> None:
     if json_output:
         render.emit_json(list(rows))
     else:
-        render_models.projection_status(rows)
+        render_read_models.projection_status(rows)
 
 
 @projections_app.command("rebuild")
@@ -440,7 +430,7 @@ def projections_rebuild(
     if json_output:
         render.emit_json(list(rows))
     else:
-        render_models.projection_status(
+        render_read_models.projection_status(
             rows, f"rebuilt {', '.join(names or ('every projection',))}"
         )
 
@@ -457,7 +447,7 @@ def projections_verify(json_output: bool = JSON_OPTION) -> None:
     if json_output:
         render.emit_json({"clean": not found, "differences": found})
     else:
-        render_models.differences(found)
+        render_read_models.differences(found)
     if found:
         raise typer.Exit(1)
 

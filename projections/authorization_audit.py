@@ -23,7 +23,7 @@ from domain.session.events import (
 from domain.session.values import ApprovalVerdict, FileActivity, InputProblem, PolicyDecision
 from domain.shell.confinement import Confinement
 from projections.catalog import session_of
-from projections.model import Batch, Position, Table
+from projections.contract import Batch, Position, Table
 
 AUTHORIZATION_AUDIT = Table(
     name="authorization_audit",

@@ -17,7 +17,7 @@ from domain.session.events import (
     SessionOpened,
     StorageBound,
 )
-from projections.model import Batch, Position, Table
+from projections.contract import Batch, Position, Table
 
 SESSIONS = Table(
     name="sessions",

@@ -22,7 +22,7 @@ from domain.session.events import (
 )
 from domain.session.values import ApprovalVerdict, DenialCategory
 from domain.tools.exposure import NO_SUCH_TOOL
-from projections.model import Batch, Position, Table
+from projections.contract import Batch, Position, Table
 
 DAILY_STATS = Table(
     name="daily_stats",

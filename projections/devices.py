@@ -6,7 +6,7 @@ from functools import singledispatchmethod
 
 from domain.base import DomainEvent
 from domain.devices.events import DevicePaired, DeviceRevoked, DeviceSeen
-from projections.model import Batch, Position, Table, utc_text
+from projections.contract import Batch, Position, Table, utc_text
 
 DEVICES = Table(
     name="devices",

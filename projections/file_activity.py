@@ -18,7 +18,7 @@ from domain.session.events import (
 )
 from domain.session.values import OutcomeCategory
 from projections.catalog import session_of
-from projections.model import Batch, Position, Table
+from projections.contract import Batch, Position, Table
 
 FILE_ACTIVITY = Table(
     name="file_activity",

@@ -7,10 +7,10 @@ from types import MappingProxyType
 
 from projections.authorization_audit import AUTHORIZATION_AUDIT, AuthorizationAudit
 from projections.catalog import SESSIONS, SessionCatalog
+from projections.contract import Projection
 from projections.daily_stats import DAILY_STATS, DailyStats
 from projections.devices import DEVICES, DeviceList
 from projections.file_activity import FILE_ACTIVITY, FileActivityLog
-from projections.model import Projection
 from projections.working_context import WORKING_CONTEXT, WorkingContextView
 
 ALL_PROJECTIONS: tuple[Projection, ...] = (

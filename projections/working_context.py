@@ -8,7 +8,7 @@ from functools import singledispatchmethod
 from domain.base import DomainEvent
 from domain.session.events import WorkingContextChanged
 from projections.catalog import session_of
-from projections.model import Batch, Position, Table
+from projections.contract import Batch, Position, Table
 
 WORKING_CONTEXT = Table(
     name="working_context",

@@ -28,9 +28,9 @@ from adapters.wiring.home import open_reader
 from domain.errors import LedgerclawError
 from domain.session.values import DenialCategory, FileOperation
 from domain.tools.exposure import NO_SUCH_TOOL
+from projections.contract import Projection
 from projections.daily_stats import UNKNOWN_TOOL
 from projections.file_activity import SHELL_CANDIDATE
-from projections.model import Projection
 from projections.registry import ALL_PROJECTIONS, by_name
 
 DEFAULT_LIMIT = 50

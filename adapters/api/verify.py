@@ -23,7 +23,7 @@ from adapters.home import Home
 from adapters.journal.failures import translated
 from adapters.projections.runner import Progress, ProjectionRunner
 from adapters.wiring.home import open_reader
-from projections.model import Projection, Table
+from projections.contract import Projection, Table
 from projections.registry import ALL_PROJECTIONS
 
 ALIGN_ATTEMPTS = 5

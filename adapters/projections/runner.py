@@ -25,7 +25,7 @@ from eventsourcing.persistence import StoredEvent
 from adapters.errors import JournalBusyError
 from adapters.journal.failures import refuse_if_damaged, translated
 from adapters.journal.mapper import CatalogMapper, OrjsonTranscoder
-from projections.model import Batch, Position, Projection
+from projections.contract import Batch, Position, Projection
 
 POSITIONS = "projection_positions"
 BATCH_SIZE = 1000

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from cli import render, render_models
+from cli import render, render_read_models
 from cli.app import app
 
 runner = CliRunner()
@@ -43,7 +43,7 @@ def workspace(home: Path, session_id: str) -> Path:
 def columns(monkeypatch: pytest.MonkeyPatch) -> None:
     """Listings drawn at 80 columns, the width when output is not a terminal."""
     console = Console(highlight=False, soft_wrap=False, markup=False, width=80)
-    monkeypatch.setattr(render_models, "out", console)
+    monkeypatch.setattr(render_read_models, "out", console)
 
 
 def test_replay_shows_what_a_shell_call_asked_and_how_it_ran(home: Path) -> None:

@@ -61,7 +61,7 @@ from domain.session.values import (
     SessionKind,
     ToolReceipt,
 )
-from projections.model import Batch, Position, Projection
+from projections.contract import Batch, Position, Projection
 from projections.registry import ALL_PROJECTIONS
 from tests import strategies
 

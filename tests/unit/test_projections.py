@@ -41,10 +41,10 @@ from domain.tools.exposure import NO_SUCH_TOOL
 from projections import registry
 from projections.authorization_audit import AuthorizationAudit
 from projections.catalog import SessionCatalog
+from projections.contract import Batch, Position, Projection
 from projections.daily_stats import UNKNOWN_TOOL, DailyStats
 from projections.devices import DeviceList
 from projections.file_activity import FileActivityLog
-from projections.model import Batch, Position, Projection
 from projections.working_context import WorkingContextView
 
 SESSION = SessionId.from_uuid(UUID(int=1))
