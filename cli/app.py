@@ -5,25 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
-import orjson
 import typer
 
-from adapters.api import queries, tool_calls
+from adapters.api import queries
 from adapters.api import replay as replay_api
 from adapters.api.doctor import run_doctor
 from adapters.api.verify import verify
-from adapters.errors import InvalidToolCallError
-from adapters.pipeline.requests import TOO_DEEP
 from adapters.wiring.home import current_home
 from cli import render, render_read_models
 from cli.backup_cmd import backup_app
-from cli.common import expected_errors
+from cli.common import JSON_OPTION, expected_errors
 from cli.config_cmd import config_app
 from cli.daemon_cmd import daemon_app, mcp_app
 from cli.global_options import GlobalOptionsAnywhere, global_options
 from cli.help_format import name_arguments_plainly
 from cli.operator_cmd import approvals_app, devices_app
-from domain.session.values import Audience
+from cli.tool_cmd import tool_app
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -45,7 +42,6 @@ app = typer.Typer(
 )
 session_app = typer.Typer(help="Inspect sessions: list, show and replay them.")
 app.add_typer(session_app, name="session")
-tool_app = typer.Typer(help="List the tools, and call one through the governed pipeline.")
 app.add_typer(tool_app, name="tool")
 
 audit_app = typer.Typer(help="Audit tool calls: authorization attempts and file activity.")
@@ -64,9 +60,7 @@ app.add_typer(backup_app, name="backup")
 
 app.callback()(global_options)
 
-INTERRUPTED = 130
-"""The exit code of a command stopped by Ctrl-C, as shells report it."""
-JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON only.")
+
 CSV_OPTION = typer.Option(False, "--csv", help="Print CSV: a header row, then one line per row.")
 SINCE_OPTION = typer.Option(
     None,
@@ -224,85 +218,6 @@ def doctor(json_output: bool = JSON_OPTION) -> None:
     else:
         render.doctor(report)
     if not report.ok:
-        raise typer.Exit(1)
-
-
-@tool_app.command("list")
-@expected_errors
-def list_tools(
-    session: str | None = typer.Option(
-        None,
-        "--session",
-        metavar="SESSION",
-        help="Show exposure for this session (its audience, loaded tools).",
-    ),
-    audience: Audience | None = typer.Option(
-        None,
-        "--audience",
-        metavar="AUDIENCE",
-        help="Show exposure for this audience instead: personal (the default), team or public.",
-    ),
-    json_output: bool = JSON_OPTION,
-) -> None:
-    """List every registered tool, whether it is exposed, and why not."""
-    listing = tool_calls.list_tools(current_home(), session, audience)
-    if json_output:
-        render.emit_json(
-            {
-                "audience": listing.audience,
-                "session_id": listing.session_id,
-                "tools": listing.rows,
-            }
-        )
-    else:
-        render.tool_list(listing.audience, listing.session_id, listing.rows)
-
-
-@tool_app.command("call")
-@expected_errors
-def call_tool(
-    tool: str = typer.Argument(metavar="TOOL", help="The tool's name, as `tool list` shows it."),
-    session: str | None = typer.Option(
-        None,
-        "--session",
-        metavar="SESSION",
-        help="Session id or unique prefix; a new session when omitted.",
-    ),
-    args: str = typer.Option(
-        "{}", "--args", metavar="JSON", help="The call's arguments as a JSON object."
-    ),
-    approve: bool = typer.Option(
-        False, "--approve", help="Approve this call if it needs an operator's consent."
-    ),
-    json_output: bool = JSON_OPTION,
-) -> None:
-    """Call one tool through the governed pipeline.
-
-    The call is journaled like any other.
-    """
-    try:
-        arguments = orjson.loads(args)
-    except orjson.JSONDecodeError as error:
-        msg = f"--args is not valid JSON: {error}"
-        if str(error).startswith("depth limit exceeded"):
-            msg = f"--args: arguments {TOO_DEEP}"
-        raise InvalidToolCallError(msg) from None
-    if not isinstance(arguments, dict):
-        msg = "--args must be a JSON object"
-        raise InvalidToolCallError(msg)
-    try:
-        done = tool_calls.call_tool(current_home(), tool, arguments, session, approve=approve)
-    except KeyboardInterrupt:
-        render.error("interrupted: the call ended as cancelled and its run as aborted")
-        raise typer.Exit(INTERRUPTED) from None
-    result = done.result
-    if json_output:
-        render.emit_json(
-            {"session_id": done.session_id, "run_id": done.run_id} | result.model_dump(mode="json")
-        )
-    else:
-        render.tool_result(done.session_id, result)
-    if result.is_error:
         raise typer.Exit(1)
 
 

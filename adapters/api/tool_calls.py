@@ -11,13 +11,14 @@ from functools import partial
 from typing import Any
 
 import anyio
+import orjson
 from pydantic import ValidationError
 
 from adapters.errors import InvalidToolCallError
 from adapters.home import Home
 from adapters.hosting.claims import SessionClaims
 from adapters.pipeline.context import PipelinePolicy
-from adapters.pipeline.requests import call_request
+from adapters.pipeline.requests import TOO_DEEP, call_request
 from adapters.runtime.runs import begin_run, end_run
 from adapters.wiring.home import home_config, open_journal, open_reader
 from adapters.wiring.tools import command_line_approver, first_party_tools, pipeline_policy
@@ -79,6 +80,21 @@ def _row(definition: ToolDefinition, view: Visibility, policy: PipelinePolicy) -
         "in_request": view.in_request,
         "reason": view.reason,
     }
+
+
+def arguments_from_json(text: str) -> dict[str, Any]:
+    """A call's arguments from the JSON object `--args` gave; InvalidToolCallError if not one."""
+    try:
+        arguments = orjson.loads(text)
+    except orjson.JSONDecodeError as error:
+        msg = f"--args is not valid JSON: {error}"
+        if str(error).startswith("depth limit exceeded"):
+            msg = f"--args: arguments {TOO_DEEP}"
+        raise InvalidToolCallError(msg) from None
+    if not isinstance(arguments, dict):
+        msg = "--args must be a JSON object"
+        raise InvalidToolCallError(msg)
+    return arguments
 
 
 def call_tool(
