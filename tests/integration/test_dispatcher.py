@@ -43,12 +43,6 @@ from tests.pipeline import ALL, Pipeline, approving, make_pipeline
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    """Run the async tests on asyncio."""
-    return "asyncio"
-
-
-@pytest.fixture
 def pipeline(tmp_path: Path):
     """A pipeline with no configured roots: the session's envelope is its only root."""
     built = make_pipeline(tmp_path)

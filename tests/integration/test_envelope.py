@@ -83,12 +83,6 @@ def test_a_subagent_run_works_inside_its_parents_envelope(tmp_path: Path) -> Non
         journal.close()
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    """Run the async tests on asyncio."""
-    return "asyncio"
-
-
 @pytest.mark.anyio
 async def test_a_subagent_keeps_its_working_context_for_the_run_only(tmp_path: Path) -> None:
     """The child's context follows its receipts in memory; its stream journals no change."""

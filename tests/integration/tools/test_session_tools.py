@@ -39,12 +39,6 @@ from domain.tools.output import window
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    """Run the async tests on asyncio, the daemon's backend."""
-    return "asyncio"
-
-
 def _check_path(root: Path) -> Callable[[str, FileOperation], PathAccessDecision]:
     real = real_directory(str(root))
     trusted = TrustedRoot(

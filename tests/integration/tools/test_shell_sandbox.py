@@ -28,12 +28,6 @@ PYTHON = "python3"
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    """Run the async tests on asyncio, the daemon's backend."""
-    return "asyncio"
-
-
-@pytest.fixture
 def places(tmp_path: Path) -> dict[str, Path]:
     """A trusted root with ok.txt, and a directory outside it with a secret."""
     root = tmp_path / "root"

@@ -28,12 +28,6 @@ WRITE = FileOperation.WRITE
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    """Run the async tests on asyncio, the daemon's backend."""
-    return "asyncio"
-
-
-@pytest.fixture
 def shell() -> ShellExecute:
     """The tool with the default policy and a short grace between SIGTERM and SIGKILL."""
     return ShellExecute(ShellPolicy(), terminate_grace=0.3)
