@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import typer
-from typer.testing import CliRunner
 
 from adapters.journal.identity import SCHEMA_VERSION
 from adapters.journal.journal import SqliteJournal
@@ -22,14 +21,7 @@ from domain.ids import RunId, SessionId
 from domain.session.aggregate import Session
 from domain.session.values import Audience, ChatMessage, MessageRole, SessionKind
 from tests.builders import appending, start_and_claim, user_message, write_sample_session
-
-runner = CliRunner()
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    """Run the command; return exit code, stdout and stderr."""
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
+from tests.cli_runner import invoke, runner
 
 
 def make_journal(home: Path) -> SqliteJournal:
