@@ -18,7 +18,8 @@ OFF_WARNING = 'sandbox = "off"'
 def sandbox_row() -> dict[str, object]:
     """The doctor's `sandbox` check."""
     _, out, _ = invoke("doctor", "--json")
-    [row] = [check for check in json.loads(out)["checks"] if check["name"] == "sandbox"]
+    checks: list[dict[str, object]] = json.loads(out)["checks"]
+    [row] = [check for check in checks if check["name"] == "sandbox"]
     return row
 
 
