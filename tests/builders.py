@@ -6,11 +6,13 @@ sets up by name instead of repeating the commands that set it up.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 
 from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.ports import Journal
 from domain.session.aggregate import Session
+from domain.session.events import ToolReceiptRecorded
 from domain.session.values import (
     ApprovalMode,
     ApprovalScope,
@@ -63,6 +65,24 @@ def open_with_writer(
     run_id = RunId.new()
     journal.update_session(session_id, lambda s: start_and_claim(s, run_id))
     return session_id, run_id
+
+
+def receipt_of(event: ToolReceiptRecorded) -> ToolReceipt:
+    """The receipt a ToolReceiptRecorded event stores."""
+    return ToolReceipt(
+        outcome=event.outcome,
+        file_activity=event.file_activity,
+        project_declaration=event.project_declaration,
+        remediation=event.remediation,
+        spill_id=event.spill_id,
+    )
+
+
+def nested_shell(command: str, levels: int) -> str:
+    """`command` run through `sh -c` `levels` times, quoted at each level."""
+    for _ in range(levels):
+        command = "sh -c " + shlex.quote(command)
+    return command
 
 
 def write_sample_session(journal: Journal, session_key: str = "main:cli") -> SessionId:

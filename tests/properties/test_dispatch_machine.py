@@ -66,11 +66,11 @@ from domain.session.values import (
     PolicyDecision,
     RemediationCode,
     ToolCallRequest,
-    ToolReceipt,
     WorkingContext,
 )
 from domain.tools.definition import Concurrency, ToolDefinition
 from domain.tools.result import ToolResult
+from tests.builders import receipt_of
 from tests.pipeline import ALL, Pipeline, make_pipeline
 
 TERMINAL_EVENTS = (
@@ -328,17 +328,6 @@ def attempt_facts(events: list[Any]) -> dict[AttemptId, AttemptFacts]:
         elif isinstance(event, TERMINAL_EVENTS):
             facts[event.attempt_id].ends.append(event)
     return facts
-
-
-def receipt_of(event: ToolReceiptRecorded) -> ToolReceipt:
-    """The receipt a ToolReceiptRecorded event stores."""
-    return ToolReceipt(
-        outcome=event.outcome,
-        file_activity=event.file_activity,
-        project_declaration=event.project_declaration,
-        remediation=event.remediation,
-        spill_id=event.spill_id,
-    )
 
 
 def is_cancelled(event: Any) -> bool:

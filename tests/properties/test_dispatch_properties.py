@@ -39,10 +39,10 @@ from domain.session.values import (
     AttemptEnd,
     OutcomeCategory,
     ToolCallRequest,
-    ToolReceipt,
     WorkingContext,
 )
 from domain.tools.result import ToolResult
+from tests.builders import receipt_of
 from tests.pipeline import Pipeline, approving, make_pipeline
 
 TERMINAL_END: dict[type, AttemptEnd] = {
@@ -176,17 +176,6 @@ def live_session(pipeline: Pipeline) -> Session:
     live = pipeline.journal._working.get(pipeline.run.session_id.as_uuid())
     assert isinstance(live, Session)
     return live
-
-
-def receipt_of(event: ToolReceiptRecorded) -> ToolReceipt:
-    """The receipt a ToolReceiptRecorded event stores."""
-    return ToolReceipt(
-        outcome=event.outcome,
-        file_activity=event.file_activity,
-        project_declaration=event.project_declaration,
-        remediation=event.remediation,
-        spill_id=event.spill_id,
-    )
 
 
 # -- properties ---------------------------------------------------------------------------
