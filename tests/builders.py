@@ -95,7 +95,7 @@ def write_sample_session(journal: Journal, session_key: str = "main:cli") -> Ses
         session.bind_storage(2, f"/srv/ledgerclaw/sessions/{session_id.hex}")
         session.start_run(run, client_run_id="client-1")
         session.claim_writer(run)
-        session.append_message(run, ChatMessage(role=MessageRole.USER, content="Read the README"))
+        session.append_message(run, user_message("Read the README"))
         read = CallId("call_read_1")
         session.append_message(
             run,

@@ -19,7 +19,7 @@ from adapters.journal.journal import SqliteJournal
 from cli.app import app
 from domain.ids import RunId, SessionId
 from domain.session.aggregate import Session
-from domain.session.values import Audience, ChatMessage, MessageRole, SessionKind
+from domain.session.values import Audience, SessionKind
 from tests.builders import appending, start_and_claim, user_message, write_sample_session
 from tests.cli_runner import invoke, runner
 
@@ -402,7 +402,7 @@ def test_the_state_view_shows_the_latest_messages_of_a_long_transcript(home: Pat
     def chat(session: Session) -> None:
         start_and_claim(session, run)
         for index in range(120):
-            session.append_message(run, ChatMessage(role=MessageRole.USER, content=f"m{index}"))
+            session.append_message(run, user_message(f"m{index}"))
 
     journal.update_session(session_id, chat)
     journal.close()
