@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
+from typing import Any
 
 from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.ports import Journal
@@ -65,6 +66,11 @@ def open_with_writer(
     run_id = RunId.new()
     journal.update_session(session_id, lambda s: start_and_claim(s, run_id))
     return session_id, run_id
+
+
+def tool_call(index: int, name: str, arguments: dict[str, Any] | None = None) -> ToolCallRequest:
+    """A request to call `name` with `arguments`, whose call id is `call_{index}`."""
+    return ToolCallRequest(call_id=CallId(f"call_{index}"), name=name, arguments=arguments or {})
 
 
 def receipt_of(event: ToolReceiptRecorded) -> ToolReceipt:

@@ -19,7 +19,7 @@ from adapters.tools.dispatcher import Dispatcher
 from adapters.tools.runs import begin_run, end_run
 from adapters.tools.settings import RootSetting, ToolSettings
 from adapters.tools.toolset import ToolSet
-from domain.ids import CallId, SessionId
+from domain.ids import SessionId
 from domain.ports import Approver
 from domain.session.values import (
     ApprovalVerdict,
@@ -29,6 +29,7 @@ from domain.session.values import (
     ToolCallRequest,
 )
 from domain.tools.result import ToolResult
+from tests.builders import tool_call
 
 ALL = tuple(FileOperation)
 
@@ -51,7 +52,7 @@ class Pipeline:
     def request(self, tool: str, /, **arguments: Any) -> ToolCallRequest:
         """A call request with a fresh call id."""
         self.calls += 1
-        return ToolCallRequest(call_id=CallId(f"call_{self.calls}"), name=tool, arguments=arguments)
+        return tool_call(self.calls, tool, arguments)
 
     async def call(self, tool: str, /, **arguments: Any) -> ToolResult:
         """Dispatch one call on the pipeline's run."""

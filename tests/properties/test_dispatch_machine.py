@@ -70,7 +70,7 @@ from domain.session.values import (
 )
 from domain.tools.definition import Concurrency, ToolDefinition
 from domain.tools.result import ToolResult
-from tests.builders import receipt_of
+from tests.builders import receipt_of, tool_call
 from tests.pipeline import ALL, Pipeline, make_pipeline
 
 TERMINAL_EVENTS = (
@@ -428,8 +428,7 @@ class DispatchMachine(RuleBasedStateMachine):
     def request(self, name: str, arguments: dict[str, Any]) -> ToolCallRequest:
         """A call request with a fresh call id, noted as dispatched."""
         self.calls += 1
-        call_id = CallId(f"call_{self.calls}")
-        request = ToolCallRequest(call_id=call_id, name=name, arguments=arguments)
+        request = tool_call(self.calls, name, arguments)
         self.dispatched.add(request.call_id)
         return request
 

@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 from adapters.config import Config
 from adapters.journal.journal import SqliteJournal
 from adapters.wiring import first_party_tools
-from domain.ids import CallId
 from domain.ports import Approver
 from domain.session.aggregate import Session
 from domain.session.events import (
@@ -42,7 +41,7 @@ from domain.session.values import (
     WorkingContext,
 )
 from domain.tools.result import ToolResult
-from tests.builders import receipt_of
+from tests.builders import receipt_of, tool_call
 from tests.pipeline import Pipeline, approving, make_pipeline
 
 TERMINAL_END: dict[type, AttemptEnd] = {
@@ -165,10 +164,7 @@ def temporary_pipeline(verdict: ApprovalVerdict | None = None) -> Iterator[Pipel
 
 def requests(calls: list[tuple[str, dict[str, Any]]]) -> list[ToolCallRequest]:
     """Requests for `calls`, with distinct call ids in order."""
-    return [
-        ToolCallRequest(call_id=CallId(f"call_{index}"), name=name, arguments=arguments)
-        for index, (name, arguments) in enumerate(calls)
-    ]
+    return [tool_call(index, name, arguments) for index, (name, arguments) in enumerate(calls)]
 
 
 def live_session(pipeline: Pipeline) -> Session:
@@ -251,9 +247,7 @@ def test_replay_reproduces_the_working_context(
             if kind == "write":
                 arguments["content"] = f"{kind} {name}\n"
             tool = "read_file" if kind == "read" else "write_file"
-            request = ToolCallRequest(
-                call_id=CallId(f"call_{index}"), name=tool, arguments=arguments
-            )
+            request = tool_call(index, tool, arguments)
             result = anyio.run(pipeline.dispatcher.call, pipeline.run, request)
             assert (AttemptEnd.RECEIPT, OutcomeCategory.SUCCESS) == (result.end, result.outcome)
             real = os.path.realpath(workspace / name)
