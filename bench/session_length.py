@@ -63,7 +63,12 @@ def main() -> None:
         journal = SqliteJournal(path, settings)
         session_id, run_id = SessionId.new(), RunId.new()
         journal.open_session(session_id, "bench", SessionKind.MAIN, Audience.PERSONAL)
-        journal.update_session(session_id, lambda s: (s.start_run(run_id), s.claim_writer(run_id)))
+
+        def start_and_claim(session: Session) -> None:
+            session.start_run(run_id)
+            session.claim_writer(run_id)
+
+        journal.update_session(session_id, start_and_claim)
         first = None
         print("calls            µs/call  vs first block")
         for start in range(0, options.calls, options.block):

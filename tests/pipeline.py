@@ -20,7 +20,7 @@ from adapters.settings.journal import JournalSettings
 from adapters.settings.tools import RootSetting, ToolSettings
 from adapters.tools.contract import Tool
 from adapters.wiring.tools import first_party_tools, pipeline_policy
-from domain.ids import CallId, SessionId
+from domain.ids import SessionId
 from domain.ports import Approver
 from domain.session.values import (
     ApprovalVerdict,
@@ -30,6 +30,7 @@ from domain.session.values import (
     ToolCallRequest,
 )
 from domain.tools.result import ToolResult
+from tests.builders import tool_call
 
 ALL = tuple(FileOperation)
 
@@ -52,7 +53,7 @@ class Pipeline:
     def request(self, tool: str, /, **arguments: Any) -> ToolCallRequest:
         """A call request with a fresh call id."""
         self.calls += 1
-        return ToolCallRequest(call_id=CallId(f"call_{self.calls}"), name=tool, arguments=arguments)
+        return tool_call(self.calls, tool, arguments)
 
     async def call(self, tool: str, /, **arguments: Any) -> ToolResult:
         """Dispatch one call on the pipeline's run."""

@@ -15,7 +15,7 @@ from eventsourcing.sqlite import SQLiteDatastore, SQLiteFactory
 from adapters.journal.journal import SqliteJournal
 from domain.ids import RunId, SessionId
 from domain.session.aggregate import Session
-from domain.session.values import Audience, ChatMessage, MessageRole, SessionKind
+from tests.builders import user_message
 
 PAIRED_AT = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -40,28 +40,6 @@ def fingerprint(path: Path) -> tuple[bytes, int, int, list[str]]:
         status.st_mtime_ns,
         sorted(p.name for p in path.parent.iterdir()),
     )
-
-
-def user_message(text: str) -> ChatMessage:
-    """A user message with `text`."""
-    return ChatMessage(role=MessageRole.USER, content=text)
-
-
-def open_with_writer(
-    journal: SqliteJournal, session_id: SessionId | None = None, key: str = "main:test"
-) -> tuple[SessionId, RunId]:
-    """Open a main session whose writer is a fresh run; the stream is then at version 3."""
-    session_id = session_id or SessionId.new()
-    run_id = RunId.new()
-    journal.open_session(session_id, key, SessionKind.MAIN, Audience.PERSONAL)
-    journal.update_session(session_id, lambda s: start_and_claim(s, run_id))
-    return session_id, run_id
-
-
-def start_and_claim(session: Session, run_id: RunId) -> None:
-    """Start `run_id` and make it the writer."""
-    session.start_run(run_id)
-    session.claim_writer(run_id)
 
 
 def datastore_of(journal: SqliteJournal) -> SQLiteDatastore:

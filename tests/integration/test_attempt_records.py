@@ -27,12 +27,6 @@ SECRET = "tok-7f3a9c1e5b"
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    """Run the async tests on asyncio."""
-    return "asyncio"
-
-
-@pytest.fixture
 def pipeline(tmp_path: Path) -> Iterator[Pipeline]:
     """A pipeline whose home redacts SECRET and whose approver approves every call."""
     home = ensure_home(Home(tmp_path / "home"))

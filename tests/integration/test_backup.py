@@ -13,20 +13,18 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from adapters.backup.copy import create_backup
 from adapters.backup.guard import HomeGuard
 from adapters.backup.verify import verify_backup
 from adapters.home import Home
 from adapters.journal.journal import SqliteJournal
-from cli.app import app
 from domain.ids import SessionId
 from tests.builders import write_sample_session
+from tests.cli_runner import invoke
 from tests.daemon_harness import free_port, run_cli, wait_for
 from tests.integration.sqlite_helpers import query
 
-runner = CliRunner()
 EVENTS = "SELECT originator_id, originator_version FROM stored_events"
 COMMITS_DURING_COPY = 3
 
@@ -59,12 +57,6 @@ OPEN_JOURNAL = """
 import sqlite3, sys
 sqlite3.connect(sys.argv[1], timeout=0).execute("SELECT count(*) FROM stored_events").fetchone()
 """
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    """Run the command; return exit code, stdout and stderr."""
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def add_session(home: Path, key: str) -> SessionId:

@@ -13,23 +13,15 @@ from typing import Any
 
 import pytest
 import typer
-from typer.testing import CliRunner
 
 from adapters.journal.identity import SCHEMA_VERSION
 from adapters.journal.journal import SqliteJournal
 from cli.app import app
 from domain.ids import RunId, SessionId
 from domain.session.aggregate import Session
-from domain.session.values import Audience, ChatMessage, MessageRole, SessionKind
-from tests.builders import write_sample_session
-
-runner = CliRunner()
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    """Run the command; return exit code, stdout and stderr."""
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
+from domain.session.values import Audience, SessionKind
+from tests.builders import appending, start_and_claim, user_message, write_sample_session
+from tests.cli_runner import invoke, runner
 
 
 def make_journal(home: Path) -> SqliteJournal:
@@ -388,14 +380,9 @@ def test_a_long_timeline_prints_exactly_one_line_per_event(home: Path) -> None:
     session_id = SessionId.new()
     journal.open_session(session_id, "line one\nline two", SessionKind.MAIN, Audience.PUBLIC)
     run = RunId.new()
-    journal.update_session(session_id, lambda s: (s.start_run(run), s.claim_writer(run)))
+    journal.update_session(session_id, lambda s: start_and_claim(s, run))
     for index in range(300):
-        journal.update_session(
-            session_id,
-            lambda s, i=index: s.append_message(
-                run, ChatMessage(role=MessageRole.USER, content=str(i))
-            ),
-        )
+        journal.update_session(session_id, appending(run, user_message(str(index))))
     journal.close()
     code, out, _ = invoke("session", "replay", str(session_id))
     assert 0 == code
@@ -413,10 +400,9 @@ def test_the_state_view_shows_the_latest_messages_of_a_long_transcript(home: Pat
     run = RunId.new()
 
     def chat(session: Session) -> None:
-        session.start_run(run)
-        session.claim_writer(run)
+        start_and_claim(session, run)
         for index in range(120):
-            session.append_message(run, ChatMessage(role=MessageRole.USER, content=f"m{index}"))
+            session.append_message(run, user_message(f"m{index}"))
 
     journal.update_session(session_id, chat)
     journal.close()

@@ -7,19 +7,11 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from typer.testing import CliRunner
 
 from cli import render, render_read_models
-from cli.app import app
+from tests.cli_runner import invoke
 
-runner = CliRunner()
 SECRET = "tok-5e9d2a7c41"
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    """Run the command; return exit code, stdout and stderr."""
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def call(tool: str, arguments: dict[str, object], *extra: str) -> tuple[int, dict[str, str]]:

@@ -20,23 +20,14 @@ from typing import Any
 import anyio
 import pytest
 from rich.console import Console
-from typer.testing import CliRunner
 
 from adapters.api.queries import BadFilterError, Filters, parse_moment
 from adapters.runtime.runs import end_run
 from cli import render
-from cli.app import app
 from domain.ids import AttemptId, SessionId
 from domain.session.values import ApprovalVerdict
+from tests.cli_runner import invoke
 from tests.pipeline import approving, make_pipeline
-
-runner = CliRunner()
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    """Run the command; return exit code, stdout and stderr."""
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def as_json(*args: str) -> Any:

@@ -7,22 +7,13 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from adapters.errors import HomeError
 from adapters.home import HOME_ENV, resolve_home, select_home
 from adapters.journal.journal import SqliteJournal
-from cli.app import app
 from cli.global_options import hoisted
 from tests.builders import write_sample_session
-
-runner = CliRunner()
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    """Run the command; return exit code, stdout and stderr."""
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
+from tests.cli_runner import invoke
 
 
 def sample_home(root: Path, key: str) -> Path:

@@ -26,6 +26,7 @@ from domain.session.values import (
     SessionKind,
     ToolReceipt,
 )
+from tests.builders import start_and_claim
 
 runner = CliRunner()
 WIDTHS = (80, 200)
@@ -85,8 +86,7 @@ def long_home(home: Path) -> SessionId:
     run = RunId.new()
 
     def calls(session: Session) -> None:
-        session.start_run(run)
-        session.claim_writer(run)
+        start_and_claim(session, run)
         read = AttemptId.new()
         session.start_attempt(run, read, CallId("call_read"), LONG_TOOL)
         session.evaluate_policy(run, read, PolicyDecision.ALLOW, rule="roots.project")

@@ -9,22 +9,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from cli.app import app
-
-runner = CliRunner()
+from tests.cli_runner import invoke
 
 
-def invoke(*args: str) -> tuple[int, str, str]:
-    """Run the command; return exit code, stdout and stderr."""
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
-
-
-def call(tool: str, arguments: dict, *extra: str) -> tuple[int, dict]:
+def call(tool: str, arguments: dict[str, object], *extra: str) -> tuple[int, dict[str, Any]]:
     """`tool call TOOL --args JSON --json`; the exit code and the parsed result."""
     code, out, _ = invoke("tool", "call", tool, "--args", json.dumps(arguments), "--json", *extra)
     return code, json.loads(out)
@@ -43,7 +35,8 @@ def session(home: Path) -> str:
     space = workspace(home, result["session_id"])
     (space / "src").mkdir()
     (space / "src" / "main.py").write_text("print('beta')\n")
-    return result["session_id"]
+    session_id: str = result["session_id"]
+    return session_id
 
 
 def test_tool_list_shows_every_tool_and_why_one_is_not_exposed(home: Path) -> None:
@@ -104,7 +97,7 @@ def test_tool_list_for_a_session_shows_its_loaded_tools(session: str) -> None:
     ],
 )
 def test_each_first_party_tool_works_through_tool_call(
-    session: str, tool: str, arguments: dict, expected: str
+    session: str, tool: str, arguments: dict[str, object], expected: str
 ) -> None:
     """A native call of each tool succeeds and prints its result."""
     code, result = call(tool, arguments, "--session", session)

@@ -6,7 +6,9 @@ import os
 import shutil
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 import pytest
@@ -22,6 +24,7 @@ from domain.session.events import (
     AuthorizationAttemptStarted,
     CorrectionIssued,
     PolicyEvaluated,
+    SessionEvent,
     ToolReceiptRecorded,
     ToolSchemaLoaded,
     WorkingContextChanged,
@@ -41,26 +44,22 @@ from domain.session.values import (
 from domain.tools.exposure import ExposurePolicy
 from tests.pipeline import ALL, Pipeline, approving, make_pipeline
 
-
-@pytest.fixture
-def anyio_backend() -> str:
-    """Run the async tests on asyncio."""
-    return "asyncio"
+E = TypeVar("E")
 
 
 @pytest.fixture
-def pipeline(tmp_path: Path):
+def pipeline(tmp_path: Path) -> Iterator[Pipeline]:
     """A pipeline with no configured roots: the session's envelope is its only root."""
     built = make_pipeline(tmp_path)
     yield built
     built.close()
 
 
-def _of(pipeline: Pipeline, kind: type) -> list:
+def _of(pipeline: Pipeline, kind: type[E]) -> list[E]:
     return [e for e in pipeline.events() if isinstance(e, kind)]
 
 
-def _terminal_events(pipeline: Pipeline) -> list:
+def _terminal_events(pipeline: Pipeline) -> list[SessionEvent]:
     kinds = (ToolReceiptRecorded, AttemptDenied, CorrectionIssued)
     return [e for e in pipeline.events() if isinstance(e, kinds)]
 

@@ -13,6 +13,7 @@ from adapters.journal.journal import SqliteJournal
 from adapters.journal.writer import SessionWriter
 from adapters.runtime.runs import begin_run
 from domain.ids import SessionId
+from domain.session.aggregate import Session
 from domain.session.events import StorageBound, WorkingContextChanged
 from domain.session.values import Audience, OutcomeCategory, SessionKind
 from tests.pipeline import make_pipeline
@@ -82,12 +83,6 @@ def test_a_subagent_run_works_inside_its_parents_envelope(tmp_path: Path) -> Non
         journal.close()
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    """Run the async tests on asyncio."""
-    return "asyncio"
-
-
 @pytest.mark.anyio
 async def test_a_subagent_keeps_its_working_context_for_the_run_only(tmp_path: Path) -> None:
     """The child's context follows its receipts in memory; its stream journals no change."""
@@ -122,10 +117,13 @@ def test_the_writer_commits_sessions_together(tmp_path: Path) -> None:
     async def main() -> None:
         async def one(index: int) -> None:
             run = runs[index]
+
+            def load_grep(session: Session) -> Session:
+                session.load_tool_schema(run.run_id, "grep")
+                return session
+
             for _ in range(5):
-                await writer.update(
-                    run.session_id, lambda s, r=run: s.load_tool_schema(r.run_id, "grep") or s
-                )
+                await writer.update(run.session_id, load_grep)
 
         async with anyio.create_task_group() as tasks:
             for index in range(len(runs)):

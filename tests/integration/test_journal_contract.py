@@ -34,36 +34,11 @@ from domain.session.values import (
     ToolCallRequest,
     ToolReceipt,
 )
+from tests.builders import open_main, open_with_writer, start_and_claim, user_message
 
 PAIRED_AT = datetime(2026, 1, 1, tzinfo=UTC)
 SALT = bytes(range(16))
 SECRET = "s" * 32
-
-
-def user_message(text: str) -> ChatMessage:
-    """A user message with `text`."""
-    return ChatMessage(role=MessageRole.USER, content=text)
-
-
-def open_main(journal: Journal, session_id: SessionId | None = None) -> SessionId:
-    """Open a main personal session and return its id."""
-    session_id = session_id or SessionId.new()
-    journal.open_session(session_id, "main:test", SessionKind.MAIN, Audience.PERSONAL)
-    return session_id
-
-
-def open_with_writer(journal: Journal) -> tuple[SessionId, RunId]:
-    """Open a session whose writer is a fresh run; the stream is then at version 3."""
-    session_id = open_main(journal)
-    run_id = RunId.new()
-    journal.update_session(session_id, lambda s: start_and_claim(s, run_id))
-    return session_id, run_id
-
-
-def start_and_claim(session: Session, run_id: RunId) -> None:
-    """Start `run_id` and make it the writer."""
-    session.start_run(run_id)
-    session.claim_writer(run_id)
 
 
 def run_lifecycle(session: Session) -> Session:

@@ -25,12 +25,12 @@ from adapters.projections.runner import ProjectionRunner
 from domain.ids import SessionId
 from domain.session.values import Audience, SessionKind
 from projections.registry import ALL_PROJECTIONS
+from tests.builders import open_with_writer
 from tests.integration.sqlite_helpers import (
     companions,
     damage_root_page,
     fingerprint,
     grow,
-    open_with_writer,
     sha256,
     table_names,
 )

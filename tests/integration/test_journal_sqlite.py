@@ -21,17 +21,16 @@ from adapters.journal.identity import APPLICATION_ID, SCHEMA_VERSION
 from adapters.journal.journal import SqliteJournal
 from adapters.settings.journal import Durability, JournalSettings
 from domain.ids import DeviceId
+from tests.builders import open_with_writer, user_message
 from tests.integration.sqlite_helpers import (
     PAIRED_AT,
     datastore_of,
     fingerprint,
     grow,
     make_foreign_database,
-    open_with_writer,
     pragma,
     query,
     replay_without_snapshots,
-    user_message,
 )
 
 # -- the file ----------------------------------------------------------------------------------

@@ -10,12 +10,8 @@ from adapters.journal.journal import WORKING_COPIES, SqliteJournal
 from domain.ids import RunId, SessionId
 from domain.session.aggregate import Session
 from domain.session.errors import StaleWriterError
-from domain.session.values import Audience, ChatMessage, MessageRole, SessionKind
-
-
-def say(text: str) -> ChatMessage:
-    """A user message."""
-    return ChatMessage(role=MessageRole.USER, content=text)
+from domain.session.values import Audience, SessionKind
+from tests.builders import start_and_claim, user_message
 
 
 def open_shared(tmp_path: Path) -> tuple[SqliteJournal, SqliteJournal, SessionId, RunId]:
@@ -23,23 +19,22 @@ def open_shared(tmp_path: Path) -> tuple[SqliteJournal, SqliteJournal, SessionId
     first, second = SqliteJournal(tmp_path / "j.db"), SqliteJournal(tmp_path / "j.db")
     session_id, run_id = SessionId.new(), RunId.new()
     first.open_session(session_id, "k", SessionKind.MAIN, Audience.PERSONAL)
-
-    def start(session: Session) -> None:
-        session.start_run(run_id)
-        session.claim_writer(run_id)
-
-    first.update_session(session_id, start)
+    first.update_session(session_id, lambda s: start_and_claim(s, run_id))
     return first, second, session_id, run_id
 
 
 def test_a_kept_copy_catches_up_with_another_writers_events(tmp_path: Path) -> None:
     """A command after another journal appended sees that append and lands after it."""
     first, second, session_id, run_id = open_shared(tmp_path)
-    second.update_session(session_id, lambda s: s.append_message(run_id, say("from second")))
-
-    count = first.update_session(
-        session_id, lambda s: (s.append_message(run_id, say("from first")), s.message_count)[1]
+    second.update_session(
+        session_id, lambda s: s.append_message(run_id, user_message("from second"))
     )
+
+    def append_and_count(session: Session) -> int:
+        session.append_message(run_id, user_message("from first"))
+        return session.message_count
+
+    count = first.update_session(session_id, append_and_count)
 
     assert 2 == count
     assert 5 == first.session(session_id).version
@@ -53,12 +48,12 @@ def test_a_refused_command_leaves_no_trace_in_the_kept_copy(tmp_path: Path) -> N
     first, second, session_id, run_id = open_shared(tmp_path)
 
     def append_then_fail(session: Session) -> None:
-        session.append_message(run_id, say("half done"))
+        session.append_message(run_id, user_message("half done"))
         session.claim_writer(RunId.new())
 
     with pytest.raises(Exception, match="never started"):
         first.update_session(session_id, append_then_fail)
-    first.update_session(session_id, lambda s: s.append_message(run_id, say("whole")))
+    first.update_session(session_id, lambda s: s.append_message(run_id, user_message("whole")))
 
     assert 4 == first.session(session_id).version
     assert 1 == first.session(session_id).message_count
@@ -70,15 +65,10 @@ def test_a_writer_superseded_elsewhere_is_stale_in_the_kept_copy(tmp_path: Path)
     """A run superseded through another journal cannot append through this one's copy."""
     first, second, session_id, run_id = open_shared(tmp_path)
     newer = RunId.new()
-
-    def take_over(session: Session) -> None:
-        session.start_run(newer)
-        session.claim_writer(newer)
-
-    second.update_session(session_id, take_over)
+    second.update_session(session_id, lambda s: start_and_claim(s, newer))
 
     with pytest.raises(StaleWriterError):
-        first.update_session(session_id, lambda s: s.append_message(run_id, say("late")))
+        first.update_session(session_id, lambda s: s.append_message(run_id, user_message("late")))
     assert 0 == first.session(session_id).message_count
     first.close()
     second.close()

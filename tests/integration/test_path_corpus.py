@@ -594,12 +594,6 @@ def test_a_denied_project_base_is_never_retried_under_the_workspace(
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    """Run the async tests on asyncio."""
-    return "asyncio"
-
-
-@pytest.fixture
 def dispatched(tmp_path: Path) -> Iterator[tuple[Tree, Pipeline]]:
     """The fixture tree with the pipeline's home as H and its real journal as the database."""
     planted = plant_tree(tmp_path)

@@ -25,12 +25,6 @@ PAIRED_AT = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    """Run the async tests on asyncio."""
-    return "asyncio"
-
-
-@pytest.fixture
 async def pipeline(tmp_path: Path) -> AsyncIterator[Pipeline]:
     """A session that wrote and read a file, was denied twice, approved once, corrected once."""
     built = make_pipeline(tmp_path, approver=approving())

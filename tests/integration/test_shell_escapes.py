@@ -12,6 +12,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -58,7 +59,7 @@ def layout(home: Path, tmp_path: Path) -> Layout:
     return Layout(home=home, root=root, out=out)
 
 
-def shell(command: str, cwd: Path, *extra: str) -> tuple[int, dict]:
+def shell(command: str, cwd: Path, *extra: str) -> tuple[int, dict[str, Any]]:
     """`tool call shell_execute` with `command` in `cwd`; the exit code and the JSON result."""
     arguments = json.dumps({"command": command, "cwd": str(cwd)})
     result = runner.invoke(
@@ -67,7 +68,7 @@ def shell(command: str, cwd: Path, *extra: str) -> tuple[int, dict]:
     return result.exit_code, json.loads(result.stdout)
 
 
-def assert_refused_unread(code: int, result: dict, *texts: str) -> None:
+def assert_refused_unread(code: int, result: dict[str, Any], *texts: str) -> None:
     """The call ended refused, and none of `texts` shows anywhere in its result."""
     assert (1, True) == (code, result.get("denial") in REFUSED), result
     shown = json.dumps(result)

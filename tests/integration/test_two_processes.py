@@ -18,8 +18,8 @@ import pytest
 from adapters.journal.journal import SqliteJournal
 from adapters.journal.reader import JournalReader
 from domain.ids import RunId, SessionId
-from domain.session.aggregate import Session
 from domain.session.values import Audience, RunEndReason, SessionKind
+from tests.builders import start_and_claim
 
 TIMEOUT = 60
 STALE_WRITER_EXIT = 3
@@ -148,12 +148,6 @@ def open_with_writer(path: Path) -> tuple[SessionId, RunId]:
     finally:
         journal.close()
     return session_id, run_id
-
-
-def start_and_claim(session: Session, run_id: RunId) -> None:
-    """Start `run_id` and make it the writer."""
-    session.start_run(run_id)
-    session.claim_writer(run_id)
 
 
 @pytest.mark.slow

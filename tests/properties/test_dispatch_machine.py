@@ -66,11 +66,11 @@ from domain.session.values import (
     PolicyDecision,
     RemediationCode,
     ToolCallRequest,
-    ToolReceipt,
     WorkingContext,
 )
 from domain.tools.definition import Concurrency, ToolDefinition
 from domain.tools.result import ToolResult
+from tests.builders import receipt_of, tool_call
 from tests.pipeline import ALL, Pipeline, make_pipeline
 
 TERMINAL_EVENTS = (
@@ -330,17 +330,6 @@ def attempt_facts(events: list[Any]) -> dict[AttemptId, AttemptFacts]:
     return facts
 
 
-def receipt_of(event: ToolReceiptRecorded) -> ToolReceipt:
-    """The receipt a ToolReceiptRecorded event stores."""
-    return ToolReceipt(
-        outcome=event.outcome,
-        file_activity=event.file_activity,
-        project_declaration=event.project_declaration,
-        remediation=event.remediation,
-        spill_id=event.spill_id,
-    )
-
-
 def is_cancelled(event: Any) -> bool:
     """Whether a terminal event is a `cancelled` receipt."""
     return isinstance(event, ToolReceiptRecorded) and event.outcome is OutcomeCategory.CANCELLED
@@ -439,8 +428,7 @@ class DispatchMachine(RuleBasedStateMachine):
     def request(self, name: str, arguments: dict[str, Any]) -> ToolCallRequest:
         """A call request with a fresh call id, noted as dispatched."""
         self.calls += 1
-        call_id = CallId(f"call_{self.calls}")
-        request = ToolCallRequest(call_id=call_id, name=name, arguments=arguments)
+        request = tool_call(self.calls, name, arguments)
         self.dispatched.add(request.call_id)
         return request
 

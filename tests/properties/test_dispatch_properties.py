@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 from adapters.journal.journal import SqliteJournal
 from adapters.settings.config_file import Config
 from adapters.wiring.tools import first_party_tools
-from domain.ids import CallId
 from domain.ports import Approver
 from domain.session.aggregate import Session
 from domain.session.events import (
@@ -39,10 +38,10 @@ from domain.session.values import (
     AttemptEnd,
     OutcomeCategory,
     ToolCallRequest,
-    ToolReceipt,
     WorkingContext,
 )
 from domain.tools.result import ToolResult
+from tests.builders import receipt_of, tool_call
 from tests.pipeline import Pipeline, approving, make_pipeline
 
 TERMINAL_END: dict[type, AttemptEnd] = {
@@ -165,10 +164,7 @@ def temporary_pipeline(verdict: ApprovalVerdict | None = None) -> Iterator[Pipel
 
 def requests(calls: list[tuple[str, dict[str, Any]]]) -> list[ToolCallRequest]:
     """Requests for `calls`, with distinct call ids in order."""
-    return [
-        ToolCallRequest(call_id=CallId(f"call_{index}"), name=name, arguments=arguments)
-        for index, (name, arguments) in enumerate(calls)
-    ]
+    return [tool_call(index, name, arguments) for index, (name, arguments) in enumerate(calls)]
 
 
 def live_session(pipeline: Pipeline) -> Session:
@@ -176,17 +172,6 @@ def live_session(pipeline: Pipeline) -> Session:
     live = pipeline.journal._working.get(pipeline.run.session_id.as_uuid())
     assert isinstance(live, Session)
     return live
-
-
-def receipt_of(event: ToolReceiptRecorded) -> ToolReceipt:
-    """The receipt a ToolReceiptRecorded event stores."""
-    return ToolReceipt(
-        outcome=event.outcome,
-        file_activity=event.file_activity,
-        project_declaration=event.project_declaration,
-        remediation=event.remediation,
-        spill_id=event.spill_id,
-    )
 
 
 # -- properties ---------------------------------------------------------------------------
@@ -262,9 +247,7 @@ def test_replay_reproduces_the_working_context(
             if kind == "write":
                 arguments["content"] = f"{kind} {name}\n"
             tool = "read_file" if kind == "read" else "write_file"
-            request = ToolCallRequest(
-                call_id=CallId(f"call_{index}"), name=tool, arguments=arguments
-            )
+            request = tool_call(index, tool, arguments)
             result = anyio.run(pipeline.dispatcher.call, pipeline.run, request)
             assert (AttemptEnd.RECEIPT, OutcomeCategory.SUCCESS) == (result.end, result.outcome)
             real = os.path.realpath(workspace / name)

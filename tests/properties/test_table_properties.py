@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from cli.tables import ELLIPSIS, shorten_middle
 
 names = st.text(
-    alphabet=st.characters(blacklist_characters="/…", blacklist_categories=("Cs",)),
+    alphabet=st.characters(blacklist_characters="/…", blacklist_categories=["Cs"]),
     min_size=1,
     max_size=12,
 )

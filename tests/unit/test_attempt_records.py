@@ -100,6 +100,7 @@ def test_a_timed_out_command_keeps_its_shell_facts_without_an_exit_code() -> Non
 
     receipt = ToolReceipt(outcome=OutcomeCategory.TRANSIENT_FAILURE, shell=facts)
 
+    assert receipt.shell is not None
     assert (None, True) == (receipt.shell.exit_code, receipt.shell.timed_out)
 
 

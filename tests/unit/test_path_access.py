@@ -165,7 +165,9 @@ def test_a_link_that_leaves_and_returns_is_still_denied() -> None:
         LinkFact(at="/work/out", resolves_to="/elsewhere/o"),
         LinkFact(at="/elsewhere/o/back", resolves_to="/work/a"),
     )
-    assert DenialCategory.LINK_BOUNDARY == decide(found).category
+    decision = decide(found)
+    assert isinstance(decision, PathDenied)
+    assert DenialCategory.LINK_BOUNDARY == decision.category
 
 
 def test_a_link_inside_the_root_to_inside_the_root_is_allowed() -> None:

@@ -410,7 +410,7 @@ def test_the_audit_row_of_a_shell_call_says_which_sandbox_confined_it() -> None:
 
 def test_a_bounded_command_argument_shows_its_head_until_a_receipt_gives_it_whole() -> None:
     """A denied command too long to record whole is known by its first bytes."""
-    head = {"sha256": "ab" * 32, "size": 5000, "head": "echo aaaa"}
+    head: JsonValue = {"sha256": "ab" * 32, "size": 5000, "head": "echo aaaa"}
     timeline = Timeline().at(
         1,
         shell_started(A1, head),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 
+from pydantic import JsonValue
+
 from domain.tools.arguments import (
     ARGUMENTS_LIMIT,
     HEAD_LIMIT,
@@ -20,7 +22,7 @@ SECRET = "hunter2-very-secret"
 
 def test_small_arguments_are_kept_as_they_are_without_a_spill() -> None:
     """Arguments well inside the bounds are recorded unchanged, and nothing is spilled."""
-    arguments = {"path": "notes.txt", "limit": 20, "flags": [True, None, 1.5]}
+    arguments: dict[str, JsonValue] = {"path": "notes.txt", "limit": 20, "flags": [True, None, 1.5]}
 
     recorded, spill = record_arguments(arguments, [SECRET])
 
@@ -29,7 +31,10 @@ def test_small_arguments_are_kept_as_they_are_without_a_spill() -> None:
 
 def test_a_secret_in_a_value_or_a_key_is_redacted() -> None:
     """Every exact secret value becomes the redaction mark, in strings and in keys alike."""
-    arguments = {"command": f"echo {SECRET}", SECRET: {"nested": [f"a{SECRET}b"]}}
+    arguments: dict[str, JsonValue] = {
+        "command": f"echo {SECRET}",
+        SECRET: {"nested": [f"a{SECRET}b"]},
+    }
 
     recorded, _ = record_arguments(arguments, [SECRET])
 
@@ -48,7 +53,7 @@ def test_two_keys_that_redact_alike_both_stay() -> None:
 def test_a_long_value_is_kept_as_digest_size_and_head_and_spilled_whole() -> None:
     """A string over the value limit keeps its digest, size and first bytes; the spill has all."""
     content = "x" * 500 + SECRET + "y" * VALUE_LIMIT
-    arguments = {"path": "big.txt", "parts": [{"content": content}]}
+    arguments: dict[str, JsonValue] = {"path": "big.txt", "parts": [{"content": content}]}
 
     recorded, spill = record_arguments(arguments, [SECRET])
 
@@ -115,7 +120,7 @@ def test_a_secret_that_only_shows_in_the_json_text_keeps_only_the_whole_digest()
 
 def test_a_long_value_nested_at_the_deepest_level_keeps_the_whole_digest() -> None:
     """Bounding a value at the journal's nesting limit would nest too deep: the whole is kept."""
-    nested: object = "d" * (VALUE_LIMIT + 1)
+    nested: JsonValue = "d" * (VALUE_LIMIT + 1)
     for _ in range(64):
         nested = [nested]
 
@@ -128,7 +133,7 @@ def test_a_long_value_nested_at_the_deepest_level_keeps_the_whole_digest() -> No
 def test_pointers_that_repeat_a_long_key_count_towards_the_limit() -> None:
     """Long values under one long key would make long pointers: the whole is digested."""
     key = "k" * (VALUE_LIMIT - 10)
-    arguments = {key: {f"v{i}": "v" * (VALUE_LIMIT + 1) for i in range(16)}}
+    arguments: dict[str, JsonValue] = {key: {f"v{i}": "v" * (VALUE_LIMIT + 1) for i in range(16)}}
 
     recorded, spill = record_arguments(arguments, [])
 

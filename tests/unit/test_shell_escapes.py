@@ -18,6 +18,7 @@ from domain.shell.policy import (
     assess_command,
 )
 from domain.shell.syntax import MAX_CLUSTER_LETTERS
+from tests.builders import nested_shell
 
 POLICY = ShellPolicy()
 BUDGET_PROBLEM = "the command runs more wrapped or nested commands than can be read"
@@ -26,13 +27,6 @@ BUDGET_PROBLEM = "the command runs more wrapped or nested commands than can be r
 def assess(command: str) -> ShellAssessment:
     """Assess `command` under the default policy."""
     return assess_command(command, POLICY)
-
-
-def nested(command: str, levels: int) -> str:
-    """`command` run through `sh -c` `levels` times, quoted at each level."""
-    for _ in range(levels):
-        command = "sh -c " + shlex.quote(command)
-    return command
 
 
 @pytest.mark.parametrize(
@@ -278,8 +272,8 @@ def test_exactly_the_nested_line_budget_is_read() -> None:
 def test_exactly_the_nested_character_budget_is_read() -> None:
     """Command strings of `MAX_NESTED_CHARS` characters in all are read; one more is not."""
     inner = "ls " + "a" * 40_000
-    deep = nested(inner, 3)
-    read = sum(len(nested(inner, level)) for level in range(3))
+    deep = nested_shell(inner, 3)
+    read = sum(len(nested_shell(inner, level)) for level in range(3))
     pad = MAX_NESTED_CHARS - read
     assert pad >= len("ls")
     exact = f"{deep}; sh -c " + shlex.quote("ls " + "b" * (pad - 3))
@@ -296,9 +290,9 @@ def test_a_problem_of_exactly_the_cap_is_kept_whole_and_a_longer_one_is_cut() ->
     exact = NOT_PARSED_INSIDE * MAX_NESTING + "compound commands ('function') are not supported"
     longer = NOT_PARSED_INSIDE * MAX_NESTING + "a glob pattern is expanded by the shell at run time"
     assert (MAX_PROBLEM_CHARS, MAX_PROBLEM_CHARS + 3) == (len(exact), len(longer))
-    assert exact == assess(nested("function f", MAX_NESTING)).problem
+    assert exact == assess(nested_shell("function f", MAX_NESTING)).problem
     capped = longer[: MAX_PROBLEM_CHARS - len("...")] + "..."
-    assert capped == assess(nested("ls *", MAX_NESTING)).problem
+    assert capped == assess(nested_shell("ls *", MAX_NESTING)).problem
 
 
 @pytest.mark.parametrize(
@@ -317,7 +311,7 @@ def test_an_unreadable_command_says_exactly_why(command: str, problem: str) -> N
 
 def test_a_nest_too_deep_still_denies_a_rule_behind_an_env_escape() -> None:
     r"""The last-resort scan reads env's `\_` as a space, so `sudo\_ls` deep down is `sudo`."""
-    assert "sudo" == assess(nested("env -S sudo\\_ls", MAX_NESTING + 1)).hard_denied
+    assert "sudo" == assess(nested_shell("env -S sudo\\_ls", MAX_NESTING + 1)).hard_denied
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ from domain.shell.policy import (
     ShellPolicy,
     assess_command,
 )
+from tests.builders import nested_shell
 
 POLICY = ShellPolicy()
 SHELLISH = st.text(alphabet=" \tabcls-./~*?[]{}()<>|&;'\"\\$`#=!12", max_size=40)
@@ -37,13 +38,6 @@ WRAPPING_PREFIXES = [
 def assess(command: str) -> ShellAssessment:
     """Assess `command` under the default policy."""
     return assess_command(command, POLICY)
-
-
-def nested(command: str, levels: int) -> str:
-    """`command` run through `sh -c` `levels` times, quoted at each level."""
-    for _ in range(levels):
-        command = "sh -c " + shlex.quote(command)
-    return command
 
 
 @pytest.mark.parametrize(
@@ -696,8 +690,8 @@ def test_changing_directory_leaves_the_command_unparsed(command: str) -> None:
         ("nice -n5 sudo ls", "sudo"),
         ("find . -exec sudo rm {} \\;", "sudo"),
         ("find . -name x -execdir reboot \\;", "reboot"),
-        (nested("sudo ls", MAX_NESTING), "sudo"),
-        (nested("sudo ls", MAX_NESTING + 2), "sudo"),
+        (nested_shell("sudo ls", MAX_NESTING), "sudo"),
+        (nested_shell("sudo ls", MAX_NESTING + 2), "sudo"),
     ],
 )
 def test_hard_deny_sees_through_strings_and_more_wrappers(command: str, rule: str) -> None:
@@ -723,7 +717,10 @@ def test_string_naming_a_denied_command_as_an_argument_is_not_denied(command: st
 
 def test_nest_too_deep_to_read_is_unparsed() -> None:
     """Deeper than `MAX_NESTING` the command cannot be read, though it is still judged."""
-    within, beyond = assess(nested("ls", MAX_NESTING)), assess(nested("ls", MAX_NESTING + 1))
+    within, beyond = (
+        assess(nested_shell("ls", MAX_NESTING)),
+        assess(nested_shell("ls", MAX_NESTING + 1)),
+    )
     assert (True, None) == (within.parsed, within.hard_denied)
     assert (False, None) == (beyond.parsed, beyond.hard_denied)
     assert "the command runs more wrapped or nested commands than can be read" == beyond.problem
@@ -764,7 +761,7 @@ def test_command_run_from_a_string_is_never_reviewed_safe(command: str, phrase: 
 
 @pytest.mark.parametrize(
     "command",
-    ["ls " + ";" * 300, "ls " + ">" * 300, "ls " + "&" * 300 + " x", nested("ls *", 3)],
+    ["ls " + ";" * 300, "ls " + ">" * 300, "ls " + "&" * 300 + " x", nested_shell("ls *", 3)],
     ids=["semicolons", "redirections", "ampersands", "nested"],
 )
 def test_problem_text_is_capped(command: str) -> None:

@@ -12,12 +12,6 @@ from tests.daemon_harness import RunningDaemon, start_daemon, write_governed_con
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    """The daemon, the stdio server and the SDK run on asyncio."""
-    return "asyncio"
-
-
-@pytest.fixture
 def work(tmp_path: Path) -> Path:
     """The trusted work directory, holding one file."""
     root = tmp_path / "work"

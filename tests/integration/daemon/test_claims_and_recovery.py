@@ -26,6 +26,7 @@ from domain.session.values import (
     SessionKind,
 )
 from projections.registry import ALL_PROJECTIONS
+from tests.builders import start_and_claim
 
 HOLD = """
 import sys, time
@@ -77,8 +78,7 @@ def _session_with_an_allowed_and_a_pending_attempt(journal: SqliteJournal, key: 
     journal.open_session(session_id, key, SessionKind.MAIN, Audience.PERSONAL)
 
     def drive(session: Session) -> None:
-        session.start_run(run)
-        session.claim_writer(run)
+        start_and_claim(session, run)
         allowed, pending = AttemptId.new(), AttemptId.new()
         session.start_attempt(run, allowed, CallId("c1"), "shell_execute")
         session.evaluate_policy(run, allowed, PolicyDecision.ALLOW, rule="paths allowed")

@@ -9,21 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from adapters.config.loading import check_config, check_secrets, load_config
 from adapters.errors import ConfigError, PersistenceNotConfigurableError
 from adapters.settings.daemon import DaemonSettings
-from cli.app import app
 from domain.session.values import Audience
-
-runner = CliRunner()
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    """Run the command; return exit code, stdout and stderr."""
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
+from tests.cli_runner import invoke
 
 
 def write_config(home: Path, text: str) -> Path:

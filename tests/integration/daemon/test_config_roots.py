@@ -7,18 +7,9 @@ import os
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from cli.app import app
+from tests.cli_runner import invoke
 from tests.daemon_harness import start_daemon, stdio_client, write_config
-
-runner = CliRunner()
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    """Run the command; return exit code, stdout and stderr."""
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def warning_lines(text: str) -> list[str]:

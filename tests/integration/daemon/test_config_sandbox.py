@@ -7,26 +7,19 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from adapters.sandbox.launch import abi_version
-from cli.app import app
+from tests.cli_runner import invoke
 from tests.daemon_harness import CLI, environment, write_config
 
-runner = CliRunner()
 OFF_WARNING = 'sandbox = "off"'
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    """Run the command; return exit code, stdout and stderr."""
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def sandbox_row() -> dict[str, object]:
     """The doctor's `sandbox` check."""
     _, out, _ = invoke("doctor", "--json")
-    [row] = [check for check in json.loads(out)["checks"] if check["name"] == "sandbox"]
+    checks: list[dict[str, object]] = json.loads(out)["checks"]
+    [row] = [check for check in checks if check["name"] == "sandbox"]
     return row
 
 

@@ -95,6 +95,9 @@ async def test_every_listed_tool_carries_its_title_and_four_hints(served: Served
             hints.open_world_hint,
         ), name
     read, write, shell = tools["read_file"], tools["write_file"], tools["shell_execute"]
+    assert read.annotations is not None
+    assert write.annotations is not None
+    assert shell.annotations is not None
     assert (True, False, False) == (
         read.annotations.read_only_hint,
         read.annotations.destructive_hint,

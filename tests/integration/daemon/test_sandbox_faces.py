@@ -60,7 +60,8 @@ def _cli_call(home: Path, command: str, cwd: Path) -> dict[str, object]:
     done = run_cli(
         home, "tool", "call", "shell_execute", "--args", arguments, "--approve", "--json"
     )
-    return json.loads(done.stdout)
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
 
 
 def test_an_approved_cli_call_cannot_read_the_secret_store(places: dict[str, Path]) -> None:

@@ -19,12 +19,6 @@ from domain.session.values import OutcomeCategory
 from tests.integration.tools.tool_run import invoke
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    """Run the async tests on asyncio."""
-    return "asyncio"
-
-
 @pytest.mark.parametrize(
     ("pattern", "path", "expected"),
     [

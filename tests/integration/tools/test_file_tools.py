@@ -28,12 +28,6 @@ from tests.integration.tools.tool_run import invoke, make_run
 MIB = 1024 * 1024
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    """The async tests run on asyncio."""
-    return "asyncio"
-
-
 def temp_files(root: Path) -> list[str]:
     """Every temporary file an atomic write could leave below `root`."""
     return sorted(str(p) for p in root.rglob("*.tmp"))

@@ -21,12 +21,6 @@ NESTED_500 = "(" * 500 + "a" + ")" * 500
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    """Run the async tests on asyncio."""
-    return "asyncio"
-
-
-@pytest.fixture
 def pipeline(tmp_path: Path) -> Iterator[Pipeline]:
     """A pipeline with a trusted work root holding one text file."""
     work = tmp_path / "work"

@@ -9,10 +9,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from adapters.fs.facts import gather_facts, real_directory
 from adapters.tools.contract import (
     Arguments,
-    BoundTarget,
     CallAssessment,
     PathTarget,
     ToolOutput,
@@ -26,35 +24,14 @@ from adapters.tools.session_tools import (
     ToolOutputRead,
     ToolOutputReadArguments,
 )
-from domain.authorization.facts import canonical
-from domain.authorization.path_access import PathAccessDecision, PathAllowed, decide_path
-from domain.authorization.relative_base import join_base
-from domain.authorization.roots import ALL_OPERATIONS, ProtectedPaths, RootKind, TrustedRoot
 from domain.ids import CallId, RunId, SessionId
 from domain.session.values import Audience, FileOperation, OutcomeCategory
 from domain.tools.definition import Concurrency, Loading, ToolDefinition
 from domain.tools.exposure import ExposurePolicy, Visibility, visibility
 from domain.tools.output import window
+from tests.integration.tools.tool_run import bind_target, path_check
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    """Run the async tests on asyncio, the daemon's backend."""
-    return "asyncio"
-
-
-def _check_path(root: Path) -> Callable[[str, FileOperation], PathAccessDecision]:
-    real = real_directory(str(root))
-    trusted = TrustedRoot(
-        path=canonical(str(root)), real=real, kind=RootKind.PROJECT, operations=ALL_OPERATIONS
-    )
-
-    def check(absolute: str, operation: FileOperation) -> PathAccessDecision:
-        return decide_path(gather_facts(absolute), operation, [trusted], ProtectedPaths())
-
-    return check
 
 
 def _tool_run(
@@ -67,12 +44,12 @@ def _tool_run(
     ),
 ) -> ToolRun:
     """A ToolRun as the dispatcher builds it: every target resolved and allowed under `root`."""
-    check = _check_path(root)
+    check = path_check(root)
     base = root / "base"
     base.mkdir(exist_ok=True)
     tmp_dir = root / "tmp"
     tmp_dir.mkdir(exist_ok=True)
-    targets = {t.argument: _bind(t, str(base), check) for t in assessment.targets}
+    targets = {t.argument: bind_target(t, str(base), check) for t in assessment.targets}
     return ToolRun(
         call_id=CallId("call_1"),
         session_id=SessionId.new(),
@@ -84,22 +61,6 @@ def _tool_run(
         check_path=check,
         visibility=visibility,
         read_spill=read_spill,
-    )
-
-
-def _bind(
-    target: PathTarget, base: str, check: Callable[[str, FileOperation], PathAccessDecision]
-) -> BoundTarget:
-    absolute = join_base(target.raw, base)
-    assert absolute is not None
-    decision = check(canonical(absolute), target.operation)
-    assert isinstance(decision, PathAllowed), decision
-    return BoundTarget(
-        argument=target.argument,
-        raw=target.raw,
-        path=decision.path,
-        real=decision.real,
-        operation=target.operation,
     )
 
 

@@ -14,6 +14,8 @@ import pytest
 
 from adapters.sandbox.launch import abi_version
 from adapters.settings.tools import NetworkAccess, RootSetting, ShellSettings, ToolSettings
+from adapters.tools.shell import ShellExecute
+from domain.session.events import ToolReceiptRecorded
 from domain.session.values import Audience, DenialCategory, FileOperation, OutcomeCategory
 from domain.shell.confinement import SandboxMode
 from tests.pipeline import Pipeline, approving, make_pipeline
@@ -25,12 +27,6 @@ pytestmark = [
 
 ALL = tuple(FileOperation)
 PYTHON = "python3"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    """Run the async tests on asyncio, the daemon's backend."""
-    return "asyncio"
 
 
 @pytest.fixture
@@ -70,14 +66,16 @@ def _hidden(path: Path) -> str:
 def _pretend_abi(pipeline: Pipeline, abi: int) -> None:
     """Make the shell tool act as on a kernel offering Landlock ABI `abi` (0: none)."""
     shell = pipeline.dispatcher.tools.get("shell_execute")
+    assert isinstance(shell, ShellExecute)
     shell.sandbox = replace(shell.sandbox, abi=abi)
 
 
-async def _shell(pipeline: Pipeline, root: Path, command: str) -> tuple[str, object]:
+async def _shell(pipeline: Pipeline, root: Path, command: str) -> tuple[str, ToolReceiptRecorded]:
     result = await pipeline.call("shell_execute", command=command, cwd=str(root))
     names = [type(event).short_name() for event in pipeline.events()]
     assert "session.receipt_recorded" == names[-1], result.text
     receipt = pipeline.events()[-1]
+    assert isinstance(receipt, ToolReceiptRecorded)
     return result.text, receipt
 
 
@@ -133,7 +131,9 @@ async def test_the_command_still_works_inside_its_root(
 
     assert "fine\nt\nexit code: 0" == text
     assert "made\n" == (places["root"] / "new.txt").read_text()
+    assert receipt.confinement is not None
     assert SandboxMode.REQUIRED is receipt.confinement.mode
+    assert receipt.confinement.rules_digest is not None
     assert len(receipt.confinement.rules_digest) == 64
 
 
@@ -169,6 +169,7 @@ async def test_network_is_denied_by_default(tmp_path: Path, places: dict[str, Pa
     pipeline.close()
 
     assert "PermissionError" in text
+    assert receipt.confinement is not None
     assert not receipt.confinement.network
 
 
@@ -184,6 +185,7 @@ async def test_network_allow_opens_tcp_for_the_named_audience(
     pipeline.close()
 
     assert text.endswith("exit code: 0")
+    assert receipt.confinement is not None
     assert receipt.confinement.network
 
 
@@ -202,6 +204,7 @@ async def test_a_root_holding_the_home_is_carved_around_it(tmp_path: Path) -> No
 
     assert "visible" in text
     assert 2 == text.count("Permission denied")
+    assert receipt.confinement is not None
     assert (str(tmp_path),) == receipt.confinement.carved
 
 
@@ -213,6 +216,7 @@ async def test_off_runs_unconfined_and_says_so(tmp_path: Path, places: dict[str,
     pipeline.close()
 
     assert "outside-secret" in text
+    assert receipt.confinement is not None
     assert not receipt.confinement.confined
     assert SandboxMode.OFF is receipt.confinement.mode
 
@@ -246,6 +250,7 @@ async def test_best_effort_without_landlock_runs_and_records_the_gap(
 
     assert "ran\nexit code: 0" == text
     assert OutcomeCategory.SUCCESS is receipt.outcome
+    assert receipt.confinement is not None
     assert not receipt.confinement.confined
     assert ("Landlock (the command ran unconfined)",) == receipt.confinement.missing
 
@@ -266,5 +271,6 @@ async def test_best_effort_on_an_old_abi_confines_and_lists_the_gaps(
 
     assert "Permission denied" in text
     assert "connected" in text
+    assert receipt.confinement is not None
     assert receipt.confinement.confined
     assert "TCP bind and connect (ABI 4)" in receipt.confinement.missing

@@ -4,33 +4,22 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import pytest
 
-from adapters.fs.facts import gather_facts, real_directory
-from adapters.tools.contract import BoundTarget, CallAssessment, PathTarget, ToolOutput, ToolRun
+from adapters.tools.contract import CallAssessment, PathTarget, ToolOutput, ToolRun
 from adapters.tools.shell import CAPTURE_LIMIT, ShellArguments, ShellExecute
-from domain.authorization.facts import canonical
-from domain.authorization.path_access import PathAccessDecision, PathAllowed, decide_path
-from domain.authorization.relative_base import join_base
-from domain.authorization.roots import ALL_OPERATIONS, ProtectedPaths, RootKind, TrustedRoot
 from domain.ids import CallId, RunId, SessionId
 from domain.session.values import ApprovalMode, DenialCategory, FileOperation, OutcomeCategory
 from domain.shell.policy import ShellPolicy
 from domain.tools.definition import Concurrency, Loading
+from tests.integration.tools.tool_run import bind_target, path_check, trusted_root
 
 pytestmark = pytest.mark.anyio
 
 WRITE = FileOperation.WRITE
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    """Run the async tests on asyncio, the daemon's backend."""
-    return "asyncio"
 
 
 @pytest.fixture
@@ -39,30 +28,14 @@ def shell() -> ShellExecute:
     return ShellExecute(ShellPolicy(), terminate_grace=0.3)
 
 
-def _trusted(root: Path) -> TrustedRoot:
-    real = real_directory(str(root))
-    return TrustedRoot(
-        path=canonical(str(root)), real=real, kind=RootKind.PROJECT, operations=ALL_OPERATIONS
-    )
-
-
-def _check_path(root: Path) -> Callable[[str, FileOperation], PathAccessDecision]:
-    trusted = _trusted(root)
-
-    def check(absolute: str, operation: FileOperation) -> PathAccessDecision:
-        return decide_path(gather_facts(absolute), operation, [trusted], ProtectedPaths())
-
-    return check
-
-
 def _tool_run(root: Path, assessment: CallAssessment) -> ToolRun:
     """A ToolRun as the dispatcher builds it: every target resolved and allowed under `root`."""
-    check = _check_path(root)
+    check = path_check(root)
     base = root / "base"
     base.mkdir(exist_ok=True)
     tmp_dir = root / "tmp"
     tmp_dir.mkdir(exist_ok=True)
-    targets = {t.argument: _bind(t, str(base), check) for t in assessment.targets}
+    targets = {t.argument: bind_target(t, str(base), check) for t in assessment.targets}
     environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     environment |= {name: str(tmp_dir) for name in ("TMPDIR", "TMP", "TEMP")}
     return ToolRun(
@@ -76,23 +49,7 @@ def _tool_run(root: Path, assessment: CallAssessment) -> ToolRun:
         check_path=check,
         visibility=lambda _name: None,
         read_spill=lambda _call, _start, _limit: None,
-        roots=(_trusted(root),),
-    )
-
-
-def _bind(
-    target: PathTarget, base: str, check: Callable[[str, FileOperation], PathAccessDecision]
-) -> BoundTarget:
-    absolute = join_base(target.raw, base)
-    assert absolute is not None
-    decision = check(canonical(absolute), target.operation)
-    assert isinstance(decision, PathAllowed), decision
-    return BoundTarget(
-        argument=target.argument,
-        raw=target.raw,
-        path=decision.path,
-        real=decision.real,
-        operation=target.operation,
+        roots=(trusted_root(root),),
     )
 
 

@@ -5,6 +5,8 @@ to `root`, `~` expanded, facts gathered from the filesystem, decided against a r
 that allows every operation) and raises `TargetDeniedError` if one is denied.
 `invoke(tool, {"path": "notes.txt"}, root)` goes one step further: it validates the
 arguments with the tool's model, asks `assess` for the targets, binds them and runs the tool.
+Tests that build their own `ToolRun` (another base, temporary directory or environment) bind
+each target with `bind_target` and decide paths with `path_check`.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from adapters.fs.facts import expand_user, gather_facts, real_directory
-from adapters.tools.contract import BoundTarget, Tool, ToolOutput, ToolRun
+from adapters.tools.contract import BoundTarget, PathTarget, Tool, ToolOutput, ToolRun
 from domain.authorization.facts import canonical
 from domain.authorization.path_access import PathAccessDecision, PathAllowed, decide_path
+from domain.authorization.relative_base import join_base
 from domain.authorization.roots import ALL_OPERATIONS, ProtectedPaths, RootKind, TrustedRoot
 from domain.ids import CallId, RunId, SessionId
 from domain.session.values import FileOperation
@@ -53,6 +56,21 @@ def path_check(root: Path, protected: ProtectedPaths | None = None) -> PathCheck
         return decide_path(gather_facts(canonical(path)), operation, roots, shield)
 
     return check
+
+
+def bind_target(target: PathTarget, base: str, check: PathCheck) -> BoundTarget:
+    """`target` resolved against `base` and bound, as the dispatcher does; it must be allowed."""
+    absolute = join_base(target.raw, base)
+    assert absolute is not None
+    decision = check(canonical(absolute), target.operation)
+    assert isinstance(decision, PathAllowed), decision
+    return BoundTarget(
+        argument=target.argument,
+        raw=target.raw,
+        path=decision.path,
+        real=decision.real,
+        operation=target.operation,
+    )
 
 
 def make_run(
