@@ -9,7 +9,7 @@ import typer
 from adapters.api import operator
 from adapters.control.client import exchange_pairing_code
 from adapters.control.methods import BadControlRequestError
-from adapters.wiring.home import current_home, open_journal
+from adapters.wiring.home import current_home
 from cli import render, render_operator
 from cli.common import JSON_OPTION, expected_errors
 from domain.session.values import ApprovalScope, ApprovalVerdict
@@ -100,11 +100,7 @@ def deny(approval_id: str = APPROVAL_ID, json_output: bool = JSON_OPTION) -> Non
 @expected_errors
 def devices_list(json_output: bool = JSON_OPTION) -> None:
     """List every paired device, active or revoked."""
-    journal = open_journal(current_home())
-    try:
-        rows = operator.device_rows(journal)
-    finally:
-        journal.close()
+    rows = operator.list_devices(current_home())
     if json_output:
         render.emit_json(rows)
         return
@@ -118,11 +114,7 @@ def devices_revoke(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Revoke a device: its token is refused on its very next request."""
-    journal = open_journal(current_home())
-    try:
-        row = operator.revoke_device(journal, device)
-    finally:
-        journal.close()
+    row = operator.revoke(current_home(), device)
     if json_output:
         render.emit_json(row)
         return

@@ -19,6 +19,7 @@ from adapters.hosting.daemon_state import read_daemon_state
 from adapters.hosting.hosts import live_hosts
 from adapters.journal.journal import EventJournal
 from adapters.runtime.approvals import UnknownApprovalError
+from adapters.wiring.home import open_journal
 from domain.devices.aggregate import REGISTRY_ID, DeviceRecord
 from domain.devices.errors import UnknownDeviceError
 from domain.session.values import ApprovalScope, ApprovalVerdict
@@ -89,6 +90,24 @@ def issue_pairing_code(home: Home, name: str | None) -> dict[str, Any]:
 def daemon_status(home: Home) -> dict[str, Any]:
     """The running daemon's health."""
     return call_daemon(home, "status", {})
+
+
+def list_devices(home: Home) -> list[dict[str, Any]]:
+    """Every paired device of the home, oldest first."""
+    journal = open_journal(home)
+    try:
+        return device_rows(journal)
+    finally:
+        journal.close()
+
+
+def revoke(home: Home, device: str) -> dict[str, Any]:
+    """Revoke a device of the home by id or unique prefix; its token stops working at once."""
+    journal = open_journal(home)
+    try:
+        return revoke_device(journal, device)
+    finally:
+        journal.close()
 
 
 def device_rows(journal: EventJournal) -> list[dict[str, Any]]:
