@@ -90,6 +90,8 @@ class HostedSession:
     """The calls running or waiting for their turn; closing cancels them."""
     closed: bool = False
     close_reason: SessionCloseReason | None = None
+    protocol: str = "client"
+    """What the client speaks: the first word of each of its calls' ids."""
     on_tools_changed: Callable[[], Awaitable[None]] | None = None
     """Set by the transport: tells the client that the tools it may call changed."""
 
@@ -173,6 +175,7 @@ class SessionHost:
                 raise NotAdmittingError("the daemon is stopping and opens no new sessions")
             run, claim = await anyio.to_thread.run_sync(_open, self, caller)
             hosted = HostedSession(key, run, claim, caller.channel, caller.device_id, caller.reach)
+            hosted.protocol = caller.protocol
             self.sessions[key] = hosted
             log.info(
                 "session %s opened for %s (%s)", run.session_id, caller.client_name, caller.channel
@@ -263,7 +266,9 @@ class SessionHost:
         recorded end (a `cancelled` receipt); one still waiting raises NotAdmittingError.
         """
         self._admit(hosted)
-        request, refused = call_request(CallId(f"mcp_{secrets.token_hex(8)}"), name, arguments)
+        request, refused = call_request(
+            CallId(f"{hosted.protocol}_{secrets.token_hex(8)}"), name, arguments
+        )
         result: ToolResult | None = None
         changed = False
         with anyio.CancelScope() as scope:
