@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.ports import Journal
+from domain.session.opening import SessionOpening
 from domain.session.values import (
     ApprovalMode,
     ApprovalScope,
@@ -27,7 +28,9 @@ def write_sample_session(journal: Journal, session_key: str = "main:cli") -> Ses
     """A main session with one finished run: a read, a denied write, an approved shell call."""
     session_id = SessionId.new()
     run = RunId.new()
-    journal.open_session(session_id, session_key, SessionKind.MAIN, Audience.PERSONAL)
+    journal.open_session(
+        SessionOpening(session_id, session_key, SessionKind.MAIN, Audience.PERSONAL)
+    )
 
     def first_turn(session: object) -> None:
         from domain.session.aggregate import Session  # noqa: PLC0415 - keeps the signature generic

@@ -17,10 +17,10 @@ from adapters.home import Home
 from adapters.hosting.daemon_lock import is_daemon_running
 from adapters.hosting.daemon_state import read_daemon_state
 from adapters.hosting.hosts import live_hosts
-from adapters.journal.journal import EventJournal
 from adapters.runtime.approvals import UnknownApprovalError
 from domain.devices.aggregate import REGISTRY_ID, DeviceRecord
 from domain.devices.errors import UnknownDeviceError
+from domain.ports import Journal
 from domain.session.values import ApprovalScope, ApprovalVerdict
 
 DAEMON = "daemon"
@@ -91,7 +91,7 @@ def daemon_status(home: Home) -> dict[str, Any]:
     return call_daemon(home, "status", {})
 
 
-def device_rows(journal: EventJournal) -> list[dict[str, Any]]:
+def device_rows(journal: Journal) -> list[dict[str, Any]]:
     """Every paired device, oldest first."""
     if not journal.stream_version(REGISTRY_ID):
         return []
@@ -110,7 +110,7 @@ def _device_row(record: DeviceRecord) -> dict[str, Any]:
     }
 
 
-def revoke_device(journal: EventJournal, device: str) -> dict[str, Any]:
+def revoke_device(journal: Journal, device: str) -> dict[str, Any]:
     """Revoke a device by id or unique prefix; its token stops working at once."""
     rows = device_rows(journal)
     wanted = device.strip()

@@ -22,7 +22,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
@@ -46,9 +45,11 @@ from domain.base import Aggregate
 from domain.devices.aggregate import REGISTRY_ID, DeviceRegistry
 from domain.errors import DomainError
 from domain.ids import SessionId
+from domain.ports import BatchOutcome
 from domain.session.aggregate import Session
 from domain.session.events import MessageAppended
-from domain.session.values import Audience, ChatMessage, SessionKind
+from domain.session.opening import SessionOpening
+from domain.session.values import ChatMessage
 
 T = TypeVar("T")
 A = TypeVar("A", bound=Aggregate)
@@ -60,23 +61,6 @@ WORKING_COPIES = 128
 """How many streams keep their last saved aggregate in memory."""
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class BatchOutcome:
-    """What one command of a batch returned, or the exception it raised."""
-
-    value: object = None
-    error: BaseException | None = None
-    retry: bool = False
-    """Set when the command must run again on its own (a conflict, or a stale refusal)."""
-
-    def settle(self, call: Callable[[], object]) -> None:
-        """Run `call`, keeping its value or its exception."""
-        try:
-            self.value = call()
-        except Exception as error:  # noqa: BLE001 - handed back to the caller of that command
-            self.error = error
 
 
 class EventJournal:
@@ -98,31 +82,13 @@ class EventJournal:
 
     # -- sessions --------------------------------------------------------------------------
 
-    def open_session(  # noqa: PLR0913 - one argument per fact of the opening event
-        self,
-        session_id: SessionId,
-        session_key: str,
-        kind: SessionKind,
-        audience: Audience,
-        parent_session_id: SessionId | None = None,
-        *,
-        client_name: str | None = None,
-        client_version: str | None = None,
-    ) -> Session:
+    def open_session(self, opening: SessionOpening) -> Session:
         """Open and store a new session stream; a reused id is a SessionExistsError."""
-        session = Session.open(
-            session_id,
-            session_key,
-            kind,
-            audience,
-            parent_session_id,
-            client_name=client_name,
-            client_version=client_version,
-        )
+        session = Session.open(opening)
         try:
             self.save(session)
         except IntegrityError:
-            msg = f"session {session_id} already exists"
+            msg = f"session {opening.session_id} already exists"
             raise SessionExistsError(msg) from None
         return session
 

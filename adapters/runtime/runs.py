@@ -9,6 +9,7 @@ from adapters.pipeline.context import RunScope
 from domain.ids import RunId, SessionId
 from domain.ports import Journal
 from domain.session.aggregate import Session
+from domain.session.opening import SessionOpening
 from domain.session.values import Audience, RunEndReason, SessionKind
 
 
@@ -25,7 +26,9 @@ def begin_run(
         session_id = session_id or SessionId.new()
         # Prepare the storage first: if it cannot be made, nothing has been journaled.
         Envelope(envelope_root(home_root, session_id).resolve()).create()
-        journal.open_session(session_id, f"cli:{session_id.hex[:8]}", SessionKind.MAIN, audience)
+        journal.open_session(
+            SessionOpening(session_id, f"cli:{session_id.hex[:8]}", SessionKind.MAIN, audience)
+        )
     envelope = bind_envelope(journal, home_root, session_id)
     run_id = RunId.new()
 

@@ -22,14 +22,15 @@ import anyio.to_thread
 
 from adapters.fs.envelope import Envelope, bind_envelope, envelope_root
 from adapters.hosting.claims import Claim, SessionClaims
-from adapters.journal.journal import EventJournal
 from adapters.pipeline.context import RunScope
 from adapters.pipeline.dispatcher import Dispatcher
 from adapters.pipeline.requests import call_request
 from adapters.runtime.approvals import CALL_REACH, SessionReach
 from domain.errors import LedgerclawError
 from domain.ids import CallId, RunId, SessionId
+from domain.ports import Journal
 from domain.session.aggregate import Session
+from domain.session.opening import SessionOpening
 from domain.session.values import (
     AttemptState,
     Audience,
@@ -114,12 +115,14 @@ def _open(host: SessionHost, caller: Caller) -> tuple[RunScope, Claim]:
     try:
         Envelope(envelope_root(home_root, session_id).resolve()).create()
         journal.open_session(
-            session_id,
-            session_key,
-            SessionKind.MAIN,
-            audience,
-            client_name=_short(caller.client_name),
-            client_version=_short(caller.client_version),
+            SessionOpening(
+                session_id,
+                session_key,
+                SessionKind.MAIN,
+                audience,
+                client_name=_short(caller.client_name),
+                client_version=_short(caller.client_version),
+            )
         )
         envelope = bind_envelope(journal, home_root, session_id)
         run_id = RunId.new()
@@ -147,7 +150,7 @@ class SessionHost:
 
     def __init__(  # noqa: PLR0913 - the settings are keyword-only
         self,
-        journal: EventJournal,
+        journal: Journal,
         dispatcher: Dispatcher,
         home_root: Path,
         claims: SessionClaims,

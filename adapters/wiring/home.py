@@ -7,6 +7,7 @@ from adapters.home import Home, check_home, ensure_home, resolve_home
 from adapters.journal.journal import SqliteJournal
 from adapters.journal.reader import JournalReader
 from adapters.settings.config_file import Config
+from domain.ports import Journal
 
 
 def current_home() -> Home:
@@ -32,7 +33,7 @@ def open_reader(home: Home) -> JournalReader:
     return JournalReader(home.database)
 
 
-def open_journal(home: Home) -> SqliteJournal:
+def open_journal(home: Home) -> Journal:
     """The writable journal of `home`, creating the home and journal if missing."""
     config = home_config(home)
     ensure_home(home)

@@ -15,6 +15,7 @@ from eventsourcing.sqlite import SQLiteDatastore, SQLiteFactory
 from adapters.journal.journal import SqliteJournal
 from domain.ids import RunId, SessionId
 from domain.session.aggregate import Session
+from domain.session.opening import SessionOpening
 from domain.session.values import Audience, ChatMessage, MessageRole, SessionKind
 
 PAIRED_AT = datetime(2026, 1, 1, tzinfo=UTC)
@@ -53,7 +54,7 @@ def open_with_writer(
     """Open a main session whose writer is a fresh run; the stream is then at version 3."""
     session_id = session_id or SessionId.new()
     run_id = RunId.new()
-    journal.open_session(session_id, key, SessionKind.MAIN, Audience.PERSONAL)
+    journal.open_session(SessionOpening(session_id, key, SessionKind.MAIN, Audience.PERSONAL))
     journal.update_session(session_id, lambda s: start_and_claim(s, run_id))
     return session_id, run_id
 

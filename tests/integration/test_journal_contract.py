@@ -17,6 +17,7 @@ from domain.ids import AttemptId, CallId, DeviceId, RunId, SessionId
 from domain.ports import Journal
 from domain.session.aggregate import Session
 from domain.session.errors import StaleWriterError, UnknownRunError
+from domain.session.opening import SessionOpening
 from domain.session.values import (
     ApprovalMode,
     ApprovalVerdict,
@@ -48,7 +49,9 @@ def user_message(text: str) -> ChatMessage:
 def open_main(journal: Journal, session_id: SessionId | None = None) -> SessionId:
     """Open a main personal session and return its id."""
     session_id = session_id or SessionId.new()
-    journal.open_session(session_id, "main:test", SessionKind.MAIN, Audience.PERSONAL)
+    journal.open_session(
+        SessionOpening(session_id, "main:test", SessionKind.MAIN, Audience.PERSONAL)
+    )
     return session_id
 
 
@@ -139,7 +142,7 @@ def test_open_session_returns_the_live_session_it_stored(journal):
     """The session open_session returns equals the session replayed from the store."""
     session_id = SessionId.new()
 
-    live = journal.open_session(session_id, "k", SessionKind.MAIN, Audience.TEAM)
+    live = journal.open_session(SessionOpening(session_id, "k", SessionKind.MAIN, Audience.TEAM))
 
     assert live.state() == journal.session(session_id).state()
 
@@ -149,7 +152,9 @@ def test_a_subagent_session_keeps_the_link_to_its_parent(journal):
     parent = open_main(journal)
     child = SessionId.new()
 
-    journal.open_session(child, "sub:1", SessionKind.SUBAGENT, Audience.PERSONAL, parent)
+    journal.open_session(
+        SessionOpening(child, "sub:1", SessionKind.SUBAGENT, Audience.PERSONAL, parent)
+    )
 
     assert parent == journal.session(child).parent_session_id
 
@@ -300,7 +305,7 @@ def test_reusing_a_session_id_is_refused_and_changes_nothing(journal):
     before = journal.session(session_id).state()
 
     with pytest.raises(SessionExistsError):
-        journal.open_session(session_id, "other", SessionKind.MAIN, Audience.PUBLIC)
+        journal.open_session(SessionOpening(session_id, "other", SessionKind.MAIN, Audience.PUBLIC))
 
     after = journal.session(session_id)
     assert 3 == after.version

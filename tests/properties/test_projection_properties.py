@@ -44,6 +44,7 @@ from domain.devices.aggregate import DeviceRegistry
 from domain.errors import DomainError
 from domain.ids import AttemptId, CallId, DeviceId, RunId, SessionId
 from domain.session.aggregate import Session
+from domain.session.opening import SessionOpening
 from domain.session.values import (
     ApprovalMode,
     ApprovalScope,
@@ -495,11 +496,13 @@ class Writer:
             parent = session_id_of((slot + 1) % SESSION_SLOTS)
             subagent = opening.kind is SessionKind.SUBAGENT
             self.journal.open_session(
-                session_id,
-                opening.key,
-                opening.kind,
-                opening.audience,
-                parent if subagent else None,
+                SessionOpening(
+                    session_id,
+                    opening.key,
+                    opening.kind,
+                    opening.audience,
+                    parent if subagent else None,
+                )
             )
             self.opened.add(slot)
             first_run = partial(start_run, slot=0, client_run_id=None, claim=True)
