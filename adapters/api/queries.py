@@ -40,11 +40,8 @@ OPERATIONS = (*(operation.value for operation in FileOperation), SHELL_CANDIDATE
 """The operations `file_activity.operation` records: file operations, and shell candidates."""
 
 _JSON_COLUMNS = frozenset({"operations", "paths", "recent_files", "arguments", "bounded_arguments"})
-_EVENTS = (
-    "(SELECT max(e.originator_version) FROM stored_events e"
-    " WHERE e.originator_id = substr(s.session_id, instr(s.session_id, '_') + 1)) AS events"
-)
-"""The length of a session's stream, next to its catalog row `s`."""
+_EVENTS = "NULL AS events"
+"""A place for the length of a session's stream, next to its catalog row `s`: see `_counted`."""
 _AGE = re.compile(r"^(\d+)\s*([smhdw])$")
 _AGE_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -194,6 +191,11 @@ def _choice(value: str | None, allowed: Sequence[str], label: str) -> str | None
     return value
 
 
+def _stream_of(session_id: str) -> str:
+    """The stream id of a catalog's session id: the digits after its `ses_`."""
+    return session_id.split("_", 1)[-1]
+
+
 def _decoded(row: sqlite3.Row) -> dict[str, Any]:
     result = dict(row)
     for name in _JSON_COLUMNS & result.keys():
@@ -266,6 +268,14 @@ class Audit:
             found.columns = [column[0] for column in cursor.description]
             return found
 
+    def _counted(self, rows: Rows) -> Rows:
+        """`rows` with each session's `events`, its stream's length, read from the log at once."""
+        streams = {row["session_id"]: _stream_of(row["session_id"]) for row in rows}
+        heads = self.reader.log.stream_heads(list(streams.values())) if streams else {}
+        for row in rows:
+            row["events"] = heads.get(streams[row["session_id"]])
+        return rows
+
     def _session(self, filters: Filters) -> str | None:
         if filters.session is None:
             return None
@@ -297,7 +307,8 @@ class Audit:
             if oldest_first
             else newest
         )
-        return self._rows(sql, [*where.params, filters.sql_limit], "sessions", ["events"])
+        rows = self._rows(sql, [*where.params, filters.sql_limit], "sessions", ["events"])
+        return self._counted(rows)
 
     def session(self, session: str) -> dict[str, Any]:
         """One session's catalog row with its working context, by id or unique prefix."""
@@ -313,7 +324,7 @@ class Audit:
         if not rows:
             msg = f"no session {session_id} in the session catalog"
             raise UnknownSessionError(msg)
-        row = rows[0]
+        row = self._counted(rows)[0]
         if row["recent_files"] is None:
             row["recent_files"] = []
         return row

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from adapters.config.loading import checked_roots, load_config
 from adapters.home import Home, check_home, ensure_home, resolve_home
+from adapters.journal.event_log import SqliteEventLog
 from adapters.journal.journal import SqliteJournal
 from adapters.journal.reader import JournalReader
 from adapters.settings.config_file import Config
-from domain.ports import Journal
+from domain.ports import EventLog, Journal
 
 
 def current_home() -> Home:
@@ -31,6 +32,11 @@ def open_reader(home: Home) -> JournalReader:
     check_home(home)
     home_config(home)
     return JournalReader(home.database)
+
+
+def open_event_log(home: Home) -> EventLog:
+    """The journal's stored events, read-only; creates nothing."""
+    return SqliteEventLog(home.database)
 
 
 def open_journal(home: Home) -> Journal:

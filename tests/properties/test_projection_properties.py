@@ -36,6 +36,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from adapters.journal.event_log import SqliteEventLog
 from adapters.journal.journal import SqliteJournal
 from adapters.projections.runner import POSITIONS, ProjectionRunner
 from adapters.settings.journal import Durability, JournalSettings
@@ -556,7 +557,7 @@ def rows(database: Path, projections: Sequence[Projection]) -> dict[str, list[tu
 def rebuilt(root: Path, source: Path, projections: Sequence[Projection], name: str) -> Path:
     """A scratch file holding one rebuild of `projections` over the journal `source`."""
     scratch = root / f"{name}.db"
-    ProjectionRunner(scratch, fresh(projections), source=source).rebuild()
+    ProjectionRunner(scratch, fresh(projections), log=SqliteEventLog(source)).rebuild()
     return scratch
 
 
