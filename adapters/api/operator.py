@@ -20,6 +20,8 @@ from adapters.hosting.hosts import live_hosts
 from adapters.runtime.approvals import UnknownApprovalError
 from domain.devices.aggregate import REGISTRY_ID, DeviceRecord
 from domain.devices.errors import UnknownDeviceError
+from domain.id_prefixes import by_prefix
+from domain.ids import DeviceId
 from domain.ports import Journal
 from domain.session.values import ApprovalScope, ApprovalVerdict
 
@@ -113,17 +115,12 @@ def _device_row(record: DeviceRecord) -> dict[str, Any]:
 def revoke_device(journal: Journal, device: str) -> dict[str, Any]:
     """Revoke a device by id or unique prefix; its token stops working at once."""
     rows = device_rows(journal)
-    wanted = device.strip()
-    matches = [r for r in rows if r["device_id"] == wanted] or [
-        r
-        for r in rows
-        if len(wanted) >= 4 and r["device_id"].startswith(wanted)  # noqa: PLR2004
-    ]
+    matches = by_prefix(device.strip(), [row["device_id"] for row in rows])
     if len(matches) != 1:
         how = "matches several devices" if matches else "matches no paired device"
         msg = f"{device!r} {how}; see `ledgerclaw devices list`"
         raise UnknownDeviceError(msg)
-    device_id = matches[0]["device_id"]
+    device_id = DeviceId(matches[0])
     now = datetime.now(UTC)
     journal.update_devices(lambda registry: registry.revoke(device_id, now))
     return _device_row(journal.devices().devices[device_id])

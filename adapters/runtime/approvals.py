@@ -20,11 +20,11 @@ import anyio
 
 from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
 from domain.errors import LedgerclawError
+from domain.id_prefixes import by_prefix
 from domain.ids import SessionId
 from domain.session.values import ApprovalScope, ApprovalVerdict
 
 log = logging.getLogger(__name__)
-MIN_PREFIX = 4
 PROGRESS_INTERVAL_SECONDS = 5.0
 """How often a waiting call tells its client it still waits; well under any client timeout."""
 
@@ -185,19 +185,12 @@ class PendingApprovals:
 
     def find(self, approval_id: str) -> Pending:
         """The pending request with this id or unique prefix (at least four characters)."""
-        wanted = approval_id.strip()
-        if wanted in self._pending:
-            return self._pending[wanted]
-        matches = (
-            [p for key, p in self._pending.items() if key.startswith(wanted)]
-            if len(wanted) >= MIN_PREFIX
-            else []
-        )
+        matches = by_prefix(approval_id.strip(), self._pending)
         if len(matches) != 1:
             how = "matches several" if matches else "matches no"
             msg = f"{approval_id!r} {how} pending approval; see `ledgerclaw approvals list`"
             raise UnknownApprovalError(msg)
-        return matches[0]
+        return self._pending[matches[0]]
 
     def decide(
         self,
