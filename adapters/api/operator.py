@@ -8,9 +8,9 @@ running daemon refuses a revoked token on its next request.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
+from adapters.clock import SYSTEM_CLOCK
 from adapters.control.client import ControlError, DaemonNotRunningError, call_daemon
 from adapters.control.plane import error_code
 from adapters.home import Home
@@ -22,7 +22,7 @@ from domain.devices.aggregate import REGISTRY_ID, DeviceRecord
 from domain.devices.errors import UnknownDeviceError
 from domain.id_prefixes import by_prefix
 from domain.ids import DeviceId
-from domain.ports import Journal
+from domain.ports import Clock, Journal
 from domain.session.values import ApprovalScope, ApprovalVerdict
 
 DAEMON = "daemon"
@@ -112,7 +112,7 @@ def _device_row(record: DeviceRecord) -> dict[str, Any]:
     }
 
 
-def revoke_device(journal: Journal, device: str) -> dict[str, Any]:
+def revoke_device(journal: Journal, device: str, clock: Clock = SYSTEM_CLOCK) -> dict[str, Any]:
     """Revoke a device by id or unique prefix; its token stops working at once."""
     rows = device_rows(journal)
     matches = by_prefix(device.strip(), [row["device_id"] for row in rows])
@@ -121,6 +121,6 @@ def revoke_device(journal: Journal, device: str) -> dict[str, Any]:
         msg = f"{device!r} {how}; see `ledgerclaw devices list`"
         raise UnknownDeviceError(msg)
     device_id = DeviceId(matches[0])
-    now = datetime.now(UTC)
+    now = clock.now()
     journal.update_devices(lambda registry: registry.revoke(device_id, now))
     return _device_row(journal.devices().devices[device_id])

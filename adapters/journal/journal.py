@@ -30,6 +30,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError, OperationalError
 
+from adapters.clock import SYSTEM_CLOCK
 from adapters.errors import (
     JournalBusyError,
     JournalConflictError,
@@ -45,7 +46,7 @@ from domain.base import Aggregate
 from domain.devices.aggregate import REGISTRY_ID, DeviceRegistry
 from domain.errors import DomainError
 from domain.ids import SessionId
-from domain.ports import BatchOutcome
+from domain.ports import BatchOutcome, Clock
 from domain.session.aggregate import Session
 from domain.session.events import MessageAppended
 from domain.session.opening import SessionOpening
@@ -72,9 +73,12 @@ class EventJournal:
         conflict_timeout: float = CONFLICT_TIMEOUT_SECONDS,
         *,
         path: Path | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.app = app
         self.conflict_timeout = conflict_timeout
+        self.clock = clock
+        """Bounds the retries on a stream that keeps changing (its monotonic seconds)."""
         self.path = path or Path(str(app.env.get("SQLITE_DBNAME", "journal")))
         self._locks: dict[UUID, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -235,7 +239,7 @@ class EventJournal:
 
     def _update(self, stream_id: UUID, load: Callable[[], A], command: Callable[[A], T]) -> T:
         with self._lock_for(stream_id):
-            deadline = time.monotonic() + self.conflict_timeout
+            deadline = self.clock.monotonic() + self.conflict_timeout
             tries = 0
             aggregate, fresh = self._checkout(stream_id, load)
             while True:
@@ -252,7 +256,7 @@ class EventJournal:
                     self.save(aggregate)
                 except IntegrityError:
                     tries += 1
-                    if time.monotonic() >= deadline:
+                    if self.clock.monotonic() >= deadline:
                         break
                     # A random, growing pause breaks the lock-step in which one process
                     # wins every race against a steady writer in another process.
