@@ -31,6 +31,7 @@ from adapters.journal.reader import JournalReader
 from domain.base import Aggregate
 from domain.ids import RunId, SessionId
 from domain.session.aggregate import Session
+from domain.session.opening import SessionOpening
 from domain.session.values import Audience, ChatMessage, SessionKind
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -74,7 +75,7 @@ def open_ledger(path: Path) -> Ledger:
     """
     journal = SqliteJournal(path)
     session_id, run_id = SessionId.new(), RunId.new()
-    journal.open_session(session_id, "bench", SessionKind.MAIN, Audience.PERSONAL)
+    journal.open_session(SessionOpening(session_id, "bench", SessionKind.MAIN, Audience.PERSONAL))
 
     def start(session: Session) -> None:
         session.start_run(run_id)

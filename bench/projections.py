@@ -67,6 +67,7 @@ from adapters.projections.runner import BATCH_SIZE, ProjectionRunner  # noqa: E4
 from adapters.settings.journal import Durability, JournalSettings  # noqa: E402
 from domain.ids import AttemptId, CallId, RunId, SessionId  # noqa: E402
 from domain.session.aggregate import Session  # noqa: E402
+from domain.session.opening import SessionOpening  # noqa: E402
 from domain.session.values import (  # noqa: E402
     ApprovalMode,
     ApprovalVerdict,
@@ -234,7 +235,9 @@ def build_journal(path: Path, events: int) -> Composition:
         for index in range(composition.sessions):
             session_id = SessionId.new()
             journal.open_session(
-                session_id, f"cli:session-{index}", SessionKind.MAIN, Audience.PERSONAL
+                SessionOpening(
+                    session_id, f"cli:session-{index}", SessionKind.MAIN, Audience.PERSONAL
+                )
             )
             conversations.append(Conversation(session_id, composition))
         written = composition.sessions

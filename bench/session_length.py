@@ -20,6 +20,7 @@ from adapters.journal.journal import SqliteJournal
 from adapters.settings.journal import Durability, JournalSettings
 from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.session.aggregate import Session
+from domain.session.opening import SessionOpening
 from domain.session.values import (
     Audience,
     FileActivity,
@@ -62,7 +63,9 @@ def main() -> None:
         settings = JournalSettings(durability=Durability.NORMAL)
         journal = SqliteJournal(path, settings)
         session_id, run_id = SessionId.new(), RunId.new()
-        journal.open_session(session_id, "bench", SessionKind.MAIN, Audience.PERSONAL)
+        journal.open_session(
+            SessionOpening(session_id, "bench", SessionKind.MAIN, Audience.PERSONAL)
+        )
 
         def start_and_claim(session: Session) -> None:
             session.start_run(run_id)

@@ -14,6 +14,7 @@ from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.ports import Journal
 from domain.session.aggregate import Session
 from domain.session.events import ToolReceiptRecorded
+from domain.session.opening import SessionOpening
 from domain.session.values import (
     ApprovalMode,
     ApprovalScope,
@@ -54,7 +55,7 @@ def open_main(
 ) -> SessionId:
     """Open a main personal session under `key` and return its id."""
     session_id = session_id or SessionId.new()
-    journal.open_session(session_id, key, SessionKind.MAIN, Audience.PERSONAL)
+    journal.open_session(SessionOpening(session_id, key, SessionKind.MAIN, Audience.PERSONAL))
     return session_id
 
 
@@ -95,7 +96,9 @@ def write_sample_session(journal: Journal, session_key: str = "main:cli") -> Ses
     """A main session with one finished run: a read, a denied write, an approved shell call."""
     session_id = SessionId.new()
     run = RunId.new()
-    journal.open_session(session_id, session_key, SessionKind.MAIN, Audience.PERSONAL)
+    journal.open_session(
+        SessionOpening(session_id, session_key, SessionKind.MAIN, Audience.PERSONAL)
+    )
 
     def first_turn(session: Session) -> None:
         session.bind_storage(2, f"/srv/ledgerclaw/sessions/{session_id.hex}")

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from adapters.journal.journal import SqliteJournal
-from tests.fakes import InMemoryJournal
 
 settings.register_profile(
     "dev",
@@ -45,14 +44,3 @@ def sqlite_journal(tmp_path: Path) -> Iterator[SqliteJournal]:
     journal = SqliteJournal(tmp_path / "ledgerclaw.db")
     yield journal
     journal.close()
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def journal(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> Iterator[InMemoryJournal | SqliteJournal]:
-    """The journal port, once on the in-memory fake and once on real SQLite."""
-    made: InMemoryJournal | SqliteJournal
-    made = InMemoryJournal() if request.param == "memory" else SqliteJournal(tmp_path / "j.db")
-    yield made
-    made.close()

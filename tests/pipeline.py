@@ -22,6 +22,7 @@ from adapters.tools.contract import Tool
 from adapters.wiring.tools import first_party_tools, pipeline_policy
 from domain.ids import SessionId
 from domain.ports import Approver
+from domain.session.opening import SessionOpening
 from domain.session.values import (
     ApprovalVerdict,
     Audience,
@@ -108,7 +109,7 @@ def make_pipeline(
         policy = PipelinePolicy(**{**policy.__dict__, **policy_changes})
     if session_id is None:
         session_id = SessionId.new()
-        journal.open_session(session_id, "test", SessionKind.MAIN, audience)
+        journal.open_session(SessionOpening(session_id, "test", SessionKind.MAIN, audience))
     run = begin_run(journal, home.root, session_id)
     dispatcher = Dispatcher(SessionWriter(journal), tools, policy, approver)
     return Pipeline(home=home, journal=journal, dispatcher=dispatcher, run=run)

@@ -39,6 +39,7 @@ from domain.session.events import (
     WorkingContextChanged,
     WriterClaimed,
 )
+from domain.session.opening import SessionOpening
 from domain.session.values import (
     RAN_OUTCOMES,
     RECENT_FILES_LIMIT,
@@ -477,11 +478,13 @@ def built_sessions(draw: st.DrawFn) -> Session:
     session_id = draw(session_ids())
     links = draw(_session_links(session_id))
     session = Session.open(
-        session_id,
-        draw(short_texts()),
-        links["kind"],
-        draw(st.sampled_from(Audience)),
-        links["parent_session_id"],
+        SessionOpening(
+            session_id,
+            draw(short_texts()),
+            links["kind"],
+            draw(st.sampled_from(Audience)),
+            links["parent_session_id"],
+        )
     )
     if draw(st.booleans()):
         session.bind_storage(draw(st.integers(1, 9)), draw(canonical_paths()))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from pathlib import Path
 
@@ -14,6 +14,7 @@ from adapters.config.loading import check_secrets, load_config
 from adapters.config.roots import check_roots, root_warnings, unusable_roots
 from adapters.errors import JournalCorruptError
 from adapters.home import Home, ensure_home
+from adapters.journal.event_log import EVENTS_TABLE
 from adapters.journal.failures import translated
 from adapters.journal.identity import (
     SCHEMA_VERSION,
@@ -25,7 +26,9 @@ from adapters.journal.integrity import integrity_failures
 from adapters.journal.mapper import CatalogMapper, OrjsonTranscoder
 from adapters.sandbox.checks import sandbox_state, sandbox_warnings
 from adapters.settings.config_file import Config
+from adapters.wiring.home import open_event_log
 from domain.errors import LedgerclawError
+from domain.ports import EventLog
 
 Progress = Callable[[int, int], None]
 """Called with (done, total) while stored events are decoded."""
@@ -61,7 +64,7 @@ class DoctorReport(BaseModel):
 
 
 def _decode_rows(
-    mapper: CatalogMapper, rows: list[tuple[str, int, str, bytes]], failures: list[str]
+    mapper: CatalogMapper, rows: Sequence[tuple[str, int, str, bytes]], failures: list[str]
 ) -> None:
     for stream, version, topic, state in rows:
         stored = StoredEvent(
@@ -73,17 +76,13 @@ def _decode_rows(
             failures.append(str(error))
 
 
-def _decode_events(conn: sqlite3.Connection, progress: Progress | None) -> tuple[int, list[str]]:
+def _decode_events(log: EventLog, progress: Progress | None) -> tuple[int, list[str]]:
     mapper = CatalogMapper(transcoder=OrjsonTranscoder())
-    total = conn.execute("SELECT count(*) FROM stored_events").fetchone()[0]
+    total = log.count()
     failures: list[str] = []
     done, last = 0, 0
-    while rows := conn.execute(
-        "SELECT rowid, originator_id, originator_version, topic, state FROM stored_events"
-        " WHERE rowid > ? ORDER BY rowid LIMIT ?",
-        (last, BATCH),
-    ).fetchall():
-        last = rows[-1][0]
+    while rows := log.batch(last, BATCH):
+        last = rows[-1].position
         _decode_rows(mapper, [row[1:] for row in rows], failures)
         done += len(rows)
         if progress:
@@ -101,7 +100,9 @@ def _decode_snapshots(conn: sqlite3.Connection) -> tuple[int, list[str]]:
     return len(rows), failures
 
 
-def _journal_checks(report: DoctorReport, database: Path, progress: Progress | None) -> None:
+def _journal_checks(
+    report: DoctorReport, database: Path, log: EventLog, progress: Progress | None
+) -> None:
     app_id, version = read_schema_version(database)
     report.schema_version = version
     report.checks.append(
@@ -121,10 +122,10 @@ def _journal_checks(report: DoctorReport, database: Path, progress: Progress | N
         if not _integrity_check(report, database):
             return
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-        if "stored_events" not in tables:
+        if EVENTS_TABLE not in tables:
             report.checks.append(Check(name="events", ok=True, detail="no events yet"))
             return
-        report.events, failures = _decode_events(conn, progress)
+        report.events, failures = _decode_events(log, progress)
         report.checks.append(
             Check(
                 name="events",
@@ -219,7 +220,7 @@ def run_doctor(home: Home, progress: Progress | None = None) -> DoctorReport:
             created = prepare_journal_file(home.database)
             detail = "created an empty journal" if created else "ledgerclaw journal"
         report.checks.append(Check(name="journal", ok=True, detail=detail))
-        _journal_checks(report, home.database, progress)
+        _journal_checks(report, home.database, open_event_log(home), progress)
     except JournalCorruptError as error:
         report.checks.append(Check(name="journal", ok=False, detail=str(error)))
         if not any(check.name == "integrity" for check in report.checks):

@@ -8,20 +8,22 @@ running daemon refuses a revoked token on its next request.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
+from adapters.clock import SYSTEM_CLOCK
 from adapters.control.client import ControlError, DaemonNotRunningError, call_daemon
 from adapters.control.plane import error_code
 from adapters.home import Home
 from adapters.hosting.daemon_lock import is_daemon_running
 from adapters.hosting.daemon_state import read_daemon_state
 from adapters.hosting.hosts import live_hosts
-from adapters.journal.journal import EventJournal
 from adapters.runtime.approvals import UnknownApprovalError
 from adapters.wiring.home import open_journal
 from domain.devices.aggregate import REGISTRY_ID, DeviceRecord
 from domain.devices.errors import UnknownDeviceError
+from domain.id_prefixes import by_prefix
+from domain.ids import DeviceId
+from domain.ports import Clock, Journal
 from domain.session.values import ApprovalScope, ApprovalVerdict
 
 DAEMON = "daemon"
@@ -110,7 +112,7 @@ def revoke(home: Home, device: str) -> dict[str, Any]:
         journal.close()
 
 
-def device_rows(journal: EventJournal) -> list[dict[str, Any]]:
+def device_rows(journal: Journal) -> list[dict[str, Any]]:
     """Every paired device, oldest first."""
     if not journal.stream_version(REGISTRY_ID):
         return []
@@ -129,20 +131,15 @@ def _device_row(record: DeviceRecord) -> dict[str, Any]:
     }
 
 
-def revoke_device(journal: EventJournal, device: str) -> dict[str, Any]:
+def revoke_device(journal: Journal, device: str, clock: Clock = SYSTEM_CLOCK) -> dict[str, Any]:
     """Revoke a device by id or unique prefix; its token stops working at once."""
     rows = device_rows(journal)
-    wanted = device.strip()
-    matches = [r for r in rows if r["device_id"] == wanted] or [
-        r
-        for r in rows
-        if len(wanted) >= 4 and r["device_id"].startswith(wanted)  # noqa: PLR2004
-    ]
+    matches = by_prefix(device.strip(), [row["device_id"] for row in rows])
     if len(matches) != 1:
         how = "matches several devices" if matches else "matches no paired device"
         msg = f"{device!r} {how}; see `ledgerclaw devices list`"
         raise UnknownDeviceError(msg)
-    device_id = matches[0]["device_id"]
-    now = datetime.now(UTC)
+    device_id = DeviceId(matches[0])
+    now = clock.now()
     journal.update_devices(lambda registry: registry.revoke(device_id, now))
     return _device_row(journal.devices().devices[device_id])

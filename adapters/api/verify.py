@@ -22,7 +22,7 @@ from adapters.errors import JournalBusyError
 from adapters.home import Home
 from adapters.journal.failures import translated
 from adapters.projections.runner import Progress, ProjectionRunner
-from adapters.wiring.home import open_reader
+from adapters.wiring.home import open_event_log, open_reader
 from projections.contract import Projection, Table
 from projections.registry import ALL_PROJECTIONS
 
@@ -75,7 +75,7 @@ def verify(
     live = ProjectionRunner(home.database, chosen)
     with tempfile.TemporaryDirectory(prefix="ledgerclaw-verify-") as scratch_dir:
         scratch = Path(scratch_dir) / "rebuilt.db"
-        rebuilt = ProjectionRunner(scratch, chosen, source=home.database)
+        rebuilt = ProjectionRunner(scratch, chosen, log=open_event_log(home))
         live.catch_up()
         for index, projection in enumerate(chosen):
             rebuilt.rebuild([projection.name], overall_progress(progress, index, len(chosen)))

@@ -11,6 +11,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from adapters.journal.event_log import EVENTS_TABLE, SqliteEventLog
 from adapters.journal.identity import APPLICATION_ID, SCHEMA_VERSION
 from adapters.journal.integrity import integrity_failures
 
@@ -59,8 +60,7 @@ def _examine(conn: sqlite3.Connection, path: Path) -> CopyFacts:
         return CopyFacts(application_id, schema_version, problems=problems)
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     position = events = 0
-    if "stored_events" in tables:
-        position, events = conn.execute(
-            "SELECT coalesce(max(rowid), 0), count(*) FROM stored_events"
-        ).fetchone()
+    if EVENTS_TABLE in tables:
+        log = SqliteEventLog(path)
+        position, events = log.head(), log.count()
     return CopyFacts(application_id, schema_version, int(position), int(events), problems)

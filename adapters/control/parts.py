@@ -11,27 +11,27 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from adapters.control.plane import ControlPlane
-from adapters.journal.journal import EventJournal
 from adapters.projections.runner import ProjectionRunner
 from adapters.runtime.approvals import PendingApprovals
 from adapters.runtime.recovery import RecoveryReport
 from adapters.runtime.session_host import SessionHost
 from adapters.security.pairing import PairingCodes
 from domain.ids import DeviceId
+from domain.ports import Journal
 
 
 class HostingParts(Protocol):
     """The parts of one hosting process for one home."""
 
-    def open_journal(self) -> EventJournal:
+    def open_journal(self) -> Journal:
         """The home's writable journal; the process closes it as it ends."""
         ...
 
-    async def recover(self, journal: EventJournal) -> tuple[ProjectionRunner, RecoveryReport]:
+    async def recover(self, journal: Journal) -> tuple[ProjectionRunner, RecoveryReport]:
         """The projection runner, after settling every session whose host died."""
         ...
 
-    def assemble(self, journal: EventJournal) -> tuple[SessionHost, PendingApprovals]:
+    def assemble(self, journal: Journal) -> tuple[SessionHost, PendingApprovals]:
         """The session host over the governed pipeline, and the approvals it waits on."""
         ...
 

@@ -36,7 +36,6 @@ from adapters.control.parts import HostingParts
 from adapters.control.plane import ControlPlane
 from adapters.home import Home, ensure_home
 from adapters.hosting.daemon_lock import DaemonLock
-from adapters.journal.journal import EventJournal
 from adapters.mcp.callers import HTTP_STATELESS
 from adapters.mcp.server import build_server
 from adapters.mcp.session_key import SessionKeyCheck
@@ -50,6 +49,7 @@ from adapters.security.pairing import PairingCodes, TokenAuthenticator
 from adapters.settings.config_file import Config
 from domain.errors import LedgerclawError
 from domain.ids import DeviceId
+from domain.ports import Journal
 from domain.session.values import SessionCloseReason
 
 log = logging.getLogger(__name__)
@@ -184,7 +184,7 @@ class Daemon:
         return 0
 
     def _app(
-        self, journal: EventJournal, host: SessionHost, approvals: PendingApprovals
+        self, journal: Journal, host: SessionHost, approvals: PendingApprovals
     ) -> tuple[Starlette, StreamableHTTPSessionManager, BearerGuard]:
         settings = self.config.daemon
         server = build_server(host, "http")

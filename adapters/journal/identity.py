@@ -16,6 +16,7 @@ from contextlib import closing
 from pathlib import Path
 
 from adapters.errors import JournalBusyError, NewerSchemaError, NotAJournalError
+from adapters.journal.event_log import EVENTS_TABLE
 from adapters.journal.failures import corrupt_error, translated
 from adapters.journal.header import Header, read_header, truncation, wal_has_content
 from adapters.journal.integrity import probe, read_only
@@ -24,7 +25,6 @@ APPLICATION_ID = 0x4C434C57
 """'LCLW' in the SQLite header: marks the file as a ledgerclaw journal."""
 SCHEMA_VERSION = 1
 """The journal layout this code writes and reads; kept in PRAGMA user_version."""
-EVENTS_TABLE = "stored_events"
 JOURNAL_MODE = 0o600
 """The journal holds everything a session did: it is readable by its owner only."""
 OPENING = "opening it"

@@ -22,7 +22,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
@@ -31,6 +30,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError, OperationalError
 
+from adapters.clock import SYSTEM_CLOCK
 from adapters.errors import (
     JournalBusyError,
     JournalConflictError,
@@ -46,9 +46,11 @@ from domain.base import Aggregate
 from domain.devices.aggregate import REGISTRY_ID, DeviceRegistry
 from domain.errors import DomainError
 from domain.ids import SessionId
+from domain.ports import BatchOutcome, Clock
 from domain.session.aggregate import Session
 from domain.session.events import MessageAppended
-from domain.session.values import Audience, ChatMessage, SessionKind
+from domain.session.opening import SessionOpening
+from domain.session.values import ChatMessage
 
 T = TypeVar("T")
 A = TypeVar("A", bound=Aggregate)
@@ -62,23 +64,6 @@ WORKING_COPIES = 128
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class BatchOutcome:
-    """What one command of a batch returned, or the exception it raised."""
-
-    value: object = None
-    error: BaseException | None = None
-    retry: bool = False
-    """Set when the command must run again on its own (a conflict, or a stale refusal)."""
-
-    def settle(self, call: Callable[[], object]) -> None:
-        """Run `call`, keeping its value or its exception."""
-        try:
-            self.value = call()
-        except Exception as error:  # noqa: BLE001 - handed back to the caller of that command
-            self.error = error
-
-
 class EventJournal:
     """Sessions and devices stored through one eventsourcing application."""
 
@@ -88,9 +73,12 @@ class EventJournal:
         conflict_timeout: float = CONFLICT_TIMEOUT_SECONDS,
         *,
         path: Path | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.app = app
         self.conflict_timeout = conflict_timeout
+        self.clock = clock
+        """Bounds the retries on a stream that keeps changing (its monotonic seconds)."""
         self.path = path or Path(str(app.env.get("SQLITE_DBNAME", "journal")))
         self._locks: dict[UUID, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -98,31 +86,13 @@ class EventJournal:
 
     # -- sessions --------------------------------------------------------------------------
 
-    def open_session(  # noqa: PLR0913 - one argument per fact of the opening event
-        self,
-        session_id: SessionId,
-        session_key: str,
-        kind: SessionKind,
-        audience: Audience,
-        parent_session_id: SessionId | None = None,
-        *,
-        client_name: str | None = None,
-        client_version: str | None = None,
-    ) -> Session:
+    def open_session(self, opening: SessionOpening) -> Session:
         """Open and store a new session stream; a reused id is a SessionExistsError."""
-        session = Session.open(
-            session_id,
-            session_key,
-            kind,
-            audience,
-            parent_session_id,
-            client_name=client_name,
-            client_version=client_version,
-        )
+        session = Session.open(opening)
         try:
             self.save(session)
         except IntegrityError:
-            msg = f"session {session_id} already exists"
+            msg = f"session {opening.session_id} already exists"
             raise SessionExistsError(msg) from None
         return session
 
@@ -269,7 +239,7 @@ class EventJournal:
 
     def _update(self, stream_id: UUID, load: Callable[[], A], command: Callable[[A], T]) -> T:
         with self._lock_for(stream_id):
-            deadline = time.monotonic() + self.conflict_timeout
+            deadline = self.clock.monotonic() + self.conflict_timeout
             tries = 0
             aggregate, fresh = self._checkout(stream_id, load)
             while True:
@@ -286,7 +256,7 @@ class EventJournal:
                     self.save(aggregate)
                 except IntegrityError:
                     tries += 1
-                    if time.monotonic() >= deadline:
+                    if self.clock.monotonic() >= deadline:
                         break
                     # A random, growing pause breaks the lock-step in which one process
                     # wins every race against a steady writer in another process.

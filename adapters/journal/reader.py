@@ -2,29 +2,28 @@
 
 Replaying a timeline does not rebuild aggregates or validate models: it reads rows with
 sqlite3, parses them with orjson, upcasts old shapes and picks each event type's key fields.
-That keeps `session replay` fast on long sessions and lets it run beside a live daemon.
+That keeps `session replay` fast on long sessions and lets it run beside a live daemon. The
+rows come from the event log (adapters/journal/event_log.py), which holds the SQL.
 """
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
 from adapters.errors import AmbiguousSessionError, UnknownSessionError
-from adapters.journal.failures import translated
+from adapters.journal.event_log import SqliteEventLog
 from adapters.journal.identity import check_journal_file
 from adapters.journal.mapper import upcast
+from domain.id_prefixes import MIN_PREFIX, by_prefix
 from domain.ids import SessionId
+from domain.ports import EventLog
 from domain.session.events import MessageAppended, SessionOpened
 from domain.topics import events_by_topic
 
 _HEX = frozenset("0123456789abcdef")
-_MIN_PREFIX = 4
 _ID_DIGITS = 32
 
 
@@ -75,51 +74,29 @@ def _shapes() -> dict[str, _Shape]:
 class JournalReader:
     """Read-only queries straight on the journal file; safe beside a running writer."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, log: EventLog | None = None) -> None:
         self.path = path
         self.exists = check_journal_file(path)
+        self.log: EventLog = log or SqliteEventLog(path)
         self._shapes = _shapes()
-
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        uri = f"{self.path.as_uri()}?mode=ro"
-        with (
-            translated(self.path, "reading its events"),
-            closing(sqlite3.connect(uri, uri=True, timeout=5)) as conn,
-        ):
-            yield conn
 
     def sessions(self) -> list[SessionSummary]:
         """Every session, oldest first."""
         if not self.exists:
             return []
-        query = """
-            SELECT o.originator_id, o.state,
-              (SELECT l.originator_version FROM stored_events l
-                 WHERE l.originator_id = o.originator_id
-                 ORDER BY l.originator_version DESC LIMIT 1),
-              (SELECT l.state FROM stored_events l
-                 WHERE l.originator_id = o.originator_id
-                 ORDER BY l.originator_version DESC LIMIT 1)
-            FROM stored_events o
-            WHERE o.originator_version = 1 AND o.topic = ?
-            ORDER BY o.rowid
-        """
-        with self._connect() as conn:
-            rows = conn.execute(query, (SessionOpened.TOPIC,)).fetchall()
         summaries = []
-        for stream, opened_raw, head, last_raw in rows:
-            opened = orjson.loads(opened_raw)
+        for first, last in self.log.opened(SessionOpened.TOPIC):
+            opened = orjson.loads(first.state)
             summaries.append(
                 SessionSummary(
-                    session_id=f"{SessionId.prefix}{stream}",
+                    session_id=f"{SessionId.prefix}{first.stream_id}",
                     session_key=opened["session_key"],
                     kind=opened["kind"],
                     audience=opened["audience"],
                     parent_session_id=opened.get("parent_session_id"),
-                    events=head,
+                    events=last.version,
                     opened_at=opened["timestamp"],
-                    last_event_at=orjson.loads(last_raw)["timestamp"],
+                    last_event_at=orjson.loads(last.state)["timestamp"],
                 )
             )
         return summaries
@@ -130,20 +107,11 @@ class JournalReader:
         if not digits or not set(digits) <= _HEX or len(digits) > _ID_DIGITS:
             msg = f"{text!r} is not a session id or id prefix"
             raise UnknownSessionError(msg)
-        if len(digits) < _MIN_PREFIX:
-            msg = f"session prefix {text!r} is too short; give at least {_MIN_PREFIX} hex digits"
+        if len(digits) < MIN_PREFIX:
+            msg = f"session prefix {text!r} is too short; give at least {MIN_PREFIX} hex digits"
             raise UnknownSessionError(msg)
-        matches: list[str] = []
-        if self.exists:
-            with self._connect() as conn:
-                matches = [
-                    row[0]
-                    for row in conn.execute(
-                        "SELECT originator_id FROM stored_events WHERE originator_version = 1"
-                        " AND topic = ? AND originator_id >= ? AND originator_id < ? LIMIT 2",
-                        (SessionOpened.TOPIC, digits, digits + "g"),
-                    )
-                ]
+        found = self.log.opened_with_prefix(SessionOpened.TOPIC, digits, 2) if self.exists else []
+        matches = by_prefix(digits, found)
         if not matches:
             msg = f"no session matches {text!r}"
             raise UnknownSessionError(msg)
@@ -157,31 +125,19 @@ class JournalReader:
         if not self.exists:
             msg = f"no session {session_id} in the journal"
             raise UnknownSessionError(msg)
-        query = (
-            "SELECT originator_version, rowid, topic, state FROM stored_events"
-            " WHERE originator_id = ? ORDER BY originator_version LIMIT ?"
-        )
-        with self._connect() as conn:
-            rows = conn.execute(query, (session_id.hex, -1 if limit is None else limit)).fetchall()
-        if not rows:
+        events = self.log.stream(session_id.hex, limit=limit)
+        if not events:
             msg = f"no session {session_id} in the journal"
             raise UnknownSessionError(msg)
-        return [self._entry(*row) for row in rows]
+        return [self._entry(e.version, e.position, e.topic, e.state) for e in events]
 
     def transcript(self, session_id: SessionId, *, upto: int | None = None) -> list[dict[str, Any]]:
         """The session's messages as stored (JSON objects), from its first `upto` events."""
         if not self.exists:
             return []
-        query = (
-            "SELECT state FROM stored_events WHERE originator_id = ? AND topic = ?"
-            " AND originator_version <= ? ORDER BY originator_version"
-        )
-        last = upto if upto is not None else 2**62
-        with self._connect() as conn:
-            rows = conn.execute(query, (session_id.hex, MessageAppended.TOPIC, last)).fetchall()
         messages = []
-        for (raw,) in rows:
-            state = orjson.loads(raw)
+        for event in self.log.stream(session_id.hex, topic=MessageAppended.TOPIC, upto=upto):
+            state = orjson.loads(event.state)
             if "class_version" in state or MessageAppended.class_version > 1:
                 upcast(MessageAppended, state)
             messages.append(state["message"])
@@ -190,13 +146,9 @@ class JournalReader:
     def head(self, session_id: SessionId) -> int:
         """How many events the session's stream holds; UnknownSessionError if none."""
         if self.exists:
-            with self._connect() as conn:
-                row = conn.execute(
-                    "SELECT max(originator_version) FROM stored_events WHERE originator_id = ?",
-                    (session_id.hex,),
-                ).fetchone()
-            if row[0]:
-                return int(row[0])
+            head = self.log.stream_heads([session_id.hex]).get(session_id.hex, 0)
+            if head:
+                return head
         msg = f"no session {session_id} in the journal"
         raise UnknownSessionError(msg)
 

@@ -20,8 +20,8 @@ from typing import TypeVar, cast
 import anyio
 import anyio.to_thread
 
-from adapters.journal.journal import BatchOutcome, EventJournal
 from domain.ids import SessionId
+from domain.ports import BatchOutcome, Journal
 from domain.session.aggregate import Session
 
 T = TypeVar("T")
@@ -40,9 +40,7 @@ class _Request:
 class SessionWriter:
     """Session updates from async code, committed in groups."""
 
-    def __init__(
-        self, journal: EventJournal, *, batching: bool = True, inline: bool = True
-    ) -> None:
+    def __init__(self, journal: Journal, *, batching: bool = True, inline: bool = True) -> None:
         self.journal = journal
         self.batching = batching
         self.inline = inline

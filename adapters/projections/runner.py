@@ -4,7 +4,8 @@ Each projection keeps its position in `projection_positions` (name, version, pos
 batch of events is decoded, turned into statements, and written together with the new
 position in one transaction: a crash mid-batch leaves the old position and none of the
 batch's rows, so no event is applied twice or skipped. A projection whose version changed is
-dropped and rebuilt from the start. Adapter layer.
+dropped and rebuilt from the start. The events are read from an `EventLog` (by default the
+journal in the same file), one query per batch. Adapter layer.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ import sqlite_utils
 from eventsourcing.persistence import StoredEvent
 
 from adapters.errors import JournalBusyError
+from adapters.journal.event_log import SqliteEventLog
 from adapters.journal.failures import refuse_if_damaged, translated
 from adapters.journal.mapper import CatalogMapper, OrjsonTranscoder
+from domain.ports import EventLog, LoggedEvent
 from projections.contract import Batch, Position, Projection
 
 POSITIONS = "projection_positions"
@@ -58,10 +61,11 @@ class ProjectionRunner:
         projections: Sequence[Projection],
         *,
         busy_timeout: float = 5.0,
-        source: Path | None = None,
+        log: EventLog | None = None,
     ) -> None:
         self.database = database
-        self.source = source or database
+        self.log: EventLog = log or SqliteEventLog(database, busy_timeout=busy_timeout)
+        """Where the events come from: by default the journal in the same file."""
         self.projections = tuple(projections)
         self.busy_timeout = busy_timeout
         self.mapper = CatalogMapper(transcoder=OrjsonTranscoder())
@@ -76,7 +80,7 @@ class ProjectionRunner:
         """
         with self._guarded("catching up its projections"), closing(self._connect()) as db:
             stored = self._positions(db)
-            head = self._head(db)
+            head = self.log.head()
             current = all(stored.get(p.name) == (p.version, head) for p in self.projections)
             if current:
                 return 0
@@ -90,13 +94,13 @@ class ProjectionRunner:
             self._prepare(db)
             for projection in chosen:
                 self._reset(db, projection)
-            head = self._head(db)
+            head = self.log.head()
             return self._catch_up(db, chosen, head, progress, BATCH_SIZE)
 
     def status(self) -> list[Status]:
         """Each projection's stored version, position and lag behind the head of the log."""
         with self._guarded("reading its projections' positions"), closing(self._connect()) as db:
-            head = self._head(db)
+            head = self.log.head()
             stored = self._positions(db)
         return [
             Status(
@@ -130,13 +134,7 @@ class ProjectionRunner:
             msg = f"cannot open {self.database}: {error}"
             raise JournalBusyError(msg) from None
         db.execute("PRAGMA journal_mode=WAL")
-        if self.source != self.database:
-            uri = Path(self.source).resolve().as_uri() + "?mode=ro"
-            db.execute("ATTACH DATABASE ? AS source", (uri,))
         return db
-
-    def _events_table(self) -> str:
-        return "source.stored_events" if self.source != self.database else "stored_events"
 
     def _prepare(self, db: sqlite3.Connection) -> None:
         """Create the positions table and each projection's tables; rebuild changed versions."""
@@ -180,13 +178,6 @@ class ProjectionRunner:
             return {}
         return {name: (version, position) for name, version, position in rows}
 
-    def _head(self, db: sqlite3.Connection) -> int:
-        try:
-            row = db.execute(f"SELECT MAX(rowid) FROM {self._events_table()}").fetchone()  # noqa: S608 - fixed table name
-        except sqlite3.OperationalError:
-            return 0
-        return int(row[0] or 0)
-
     def _catch_up(
         self,
         db: sqlite3.Connection,
@@ -209,16 +200,11 @@ class ProjectionRunner:
         while behind := [p for p in projections if at[p.name] < head]:
             start = min(at[p.name] for p in behind)
             group = [p for p in behind if at[p.name] == start]
-            rows = db.execute(
-                "SELECT rowid, originator_id, originator_version, topic, state"  # noqa: S608 - fixed table name
-                f" FROM {self._events_table()} WHERE rowid > ? AND rowid <= ?"
-                " ORDER BY rowid LIMIT ?",
-                (start, head, batch_size),
-            ).fetchall()
+            rows = self.log.batch(start, batch_size, upto=head)
             if not rows:
                 break
             batches = self._apply(group, rows)
-            end = rows[-1][0]
+            end = rows[-1].position
             moved = self._commit(db, list(zip(group, batches, strict=True)), start, end)
             if moved:
                 # Another catch-up moved some of them meanwhile: nothing was written; go on
@@ -234,7 +220,7 @@ class ProjectionRunner:
                 progress(min(done, total), total)
         return applied
 
-    def _apply(self, group: Sequence[Projection], rows: Sequence[tuple[Any, ...]]) -> list[Batch]:
+    def _apply(self, group: Sequence[Projection], rows: Sequence[LoggedEvent]) -> list[Batch]:
         """Decode each row once and give the event to every projection of the group."""
         batches = [Batch() for _ in group]
         handlers = [

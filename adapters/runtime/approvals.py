@@ -14,17 +14,19 @@ import logging
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 import anyio
 
+from adapters.clock import SYSTEM_CLOCK
 from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
 from domain.errors import LedgerclawError
+from domain.id_prefixes import by_prefix
 from domain.ids import SessionId
+from domain.ports import Clock
 from domain.session.values import ApprovalScope, ApprovalVerdict
 
 log = logging.getLogger(__name__)
-MIN_PREFIX = 4
 PROGRESS_INTERVAL_SECONDS = 5.0
 """How often a waiting call tells its client it still waits; well under any client timeout."""
 
@@ -107,6 +109,7 @@ class PendingApprovals:
         *,
         timeout_seconds: float | None = None,
         progress_interval: float = PROGRESS_INTERVAL_SECONDS,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._pending: dict[str, Pending] = {}
         self.elicitor_for: Callable[[SessionId], Elicitor | None] = elicitor_for or (
@@ -115,6 +118,8 @@ class PendingApprovals:
         self.timeout_seconds = timeout_seconds
         """The configured approval timeout, reported as the total of a wait's progress."""
         self.progress_interval = progress_interval
+        self.clock = clock
+        """Tells each request's `asked_at`, as the operator's listing shows it."""
 
     def available(self) -> bool:
         """The command line can always be asked while the daemon runs."""
@@ -122,7 +127,7 @@ class PendingApprovals:
 
     async def ask(self, request: ApprovalRequest) -> ApprovalAnswer | None:
         """Wait for the first answer; the dispatcher's timeout cancels the wait."""
-        pending = Pending(request, datetime.now(UTC), CALL_REACH.get())
+        pending = Pending(request, self.clock.now(), CALL_REACH.get())
         self._pending[pending.approval_id] = pending
         log.info(
             "approval %s pending: %s %s", pending.approval_id, request.tool_name, request.summary
@@ -185,19 +190,12 @@ class PendingApprovals:
 
     def find(self, approval_id: str) -> Pending:
         """The pending request with this id or unique prefix (at least four characters)."""
-        wanted = approval_id.strip()
-        if wanted in self._pending:
-            return self._pending[wanted]
-        matches = (
-            [p for key, p in self._pending.items() if key.startswith(wanted)]
-            if len(wanted) >= MIN_PREFIX
-            else []
-        )
+        matches = by_prefix(approval_id.strip(), self._pending)
         if len(matches) != 1:
             how = "matches several" if matches else "matches no"
             msg = f"{approval_id!r} {how} pending approval; see `ledgerclaw approvals list`"
             raise UnknownApprovalError(msg)
-        return matches[0]
+        return self._pending[matches[0]]
 
     def decide(
         self,

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from adapters.hosting.claims import SessionClaims
 from adapters.journal.failures import translated
-from adapters.journal.journal import EventJournal
 from adapters.projections.runner import ProjectionRunner
 from domain.ids import SessionId
+from domain.ports import Journal
 from domain.session.aggregate import Session
 from domain.session.values import AttemptStatus, SessionCloseReason
 
@@ -78,7 +78,7 @@ def settle(session: Session) -> Recovered:
 
 
 def recover_orphans(
-    journal: EventJournal,
+    journal: Journal,
     runner: ProjectionRunner,
     claims: SessionClaims,
     progress: Callable[[Recovered], None] | None = None,

@@ -9,6 +9,7 @@ from adapters.pipeline.context import RunScope
 from domain.ids import RunId, SessionId
 from domain.ports import Journal
 from domain.session.aggregate import Session
+from domain.session.opening import SessionOpening
 from domain.session.values import Audience, RunEndReason, SessionKind
 
 
@@ -34,12 +35,14 @@ def begin_run(  # noqa: PLR0913 - a new session's opening facts are keyword-only
         # Prepare the storage first: if it cannot be made, nothing has been journaled.
         Envelope(envelope_root(home_root, session_id).resolve()).create()
         journal.open_session(
-            session_id,
-            session_key or f"cli:{session_id.hex[:8]}",
-            SessionKind.MAIN,
-            audience,
-            client_name=client_name,
-            client_version=client_version,
+            SessionOpening(
+                session_id,
+                session_key or f"cli:{session_id.hex[:8]}",
+                SessionKind.MAIN,
+                audience,
+                client_name=client_name,
+                client_version=client_version,
+            )
         )
     envelope = bind_envelope(journal, home_root, session_id)
     run_id = RunId.new()

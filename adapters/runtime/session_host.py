@@ -21,7 +21,6 @@ import anyio
 import anyio.to_thread
 
 from adapters.hosting.claims import Claim, SessionClaims
-from adapters.journal.journal import EventJournal
 from adapters.pipeline.context import RunScope
 from adapters.pipeline.dispatcher import Dispatcher
 from adapters.pipeline.requests import call_request
@@ -29,6 +28,7 @@ from adapters.runtime.approvals import CALL_REACH, SessionReach
 from adapters.runtime.runs import begin_run
 from domain.errors import LedgerclawError
 from domain.ids import CallId, SessionId
+from domain.ports import Journal
 from domain.session.aggregate import Session
 from domain.session.values import (
     AttemptState,
@@ -135,7 +135,7 @@ class SessionHost:
 
     def __init__(  # noqa: PLR0913 - the settings are keyword-only
         self,
-        journal: EventJournal,
+        journal: Journal,
         dispatcher: Dispatcher,
         home_root: Path,
         claims: SessionClaims,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from adapters.config.loading import checked_roots, load_config
 from adapters.home import Home, check_home, ensure_home, resolve_home
+from adapters.journal.event_log import SqliteEventLog
 from adapters.journal.journal import SqliteJournal
 from adapters.journal.reader import JournalReader
 from adapters.settings.config_file import Config
+from domain.ports import EventLog, Journal
 
 
 def current_home() -> Home:
@@ -32,7 +34,12 @@ def open_reader(home: Home) -> JournalReader:
     return JournalReader(home.database)
 
 
-def open_journal(home: Home) -> SqliteJournal:
+def open_event_log(home: Home) -> EventLog:
+    """The journal's stored events, read-only; creates nothing."""
+    return SqliteEventLog(home.database)
+
+
+def open_journal(home: Home) -> Journal:
     """The writable journal of `home`, creating the home and journal if missing."""
     config = home_config(home)
     ensure_home(home)

@@ -15,7 +15,7 @@ from adapters.control.methods import control_methods
 from adapters.control.plane import ControlPlane
 from adapters.home import Home
 from adapters.hosting.claims import SessionClaims
-from adapters.journal.journal import EventJournal, SqliteJournal
+from adapters.journal.journal import SqliteJournal
 from adapters.projections.runner import ProjectionRunner
 from adapters.runtime.approvals import PendingApprovals
 from adapters.runtime.recovery import RecoveryReport, recover_orphans
@@ -25,12 +25,11 @@ from adapters.security.pairing import PairingCodes
 from adapters.settings.config_file import Config
 from adapters.wiring.tools import dispatcher, first_party_tools, pipeline_policy
 from domain.ids import DeviceId
+from domain.ports import Journal
 from projections.registry import ALL_PROJECTIONS
 
 
-def assemble(
-    home: Home, config: Config, journal: EventJournal
-) -> tuple[SessionHost, PendingApprovals]:
+def assemble(home: Home, config: Config, journal: Journal) -> tuple[SessionHost, PendingApprovals]:
     """The session host over the governed pipeline, and the approvals it waits on."""
     settings = config.daemon
     tools, policy = first_party_tools(config, home), pipeline_policy(home, config)
@@ -49,7 +48,7 @@ def assemble(
 
 
 async def recover(
-    home: Home, config: Config, journal: EventJournal
+    home: Home, config: Config, journal: Journal
 ) -> tuple[ProjectionRunner, RecoveryReport]:
     """The home's projection runner, after settling every session whose host died."""
     runner = ProjectionRunner(
@@ -80,15 +79,15 @@ class HomeParts:
     def __init__(self, home: Home, config: Config) -> None:
         self.home, self.config = home, config
 
-    def open_journal(self) -> EventJournal:
+    def open_journal(self) -> Journal:
         """The home's writable SQLite journal."""
         return SqliteJournal(self.home.database, self.config.journal)
 
-    async def recover(self, journal: EventJournal) -> tuple[ProjectionRunner, RecoveryReport]:
+    async def recover(self, journal: Journal) -> tuple[ProjectionRunner, RecoveryReport]:
         """The projection runner, after settling every session whose host died."""
         return await recover(self.home, self.config, journal)
 
-    def assemble(self, journal: EventJournal) -> tuple[SessionHost, PendingApprovals]:
+    def assemble(self, journal: Journal) -> tuple[SessionHost, PendingApprovals]:
         """The session host over the governed pipeline, and the approvals it waits on."""
         return assemble(self.home, self.config, journal)
 

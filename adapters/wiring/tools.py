@@ -10,7 +10,6 @@ from pathlib import Path
 from adapters.config.secrets import load_secrets
 from adapters.fs.facts import file_identity
 from adapters.home import Home
-from adapters.journal.journal import EventJournal
 from adapters.journal.writer import SessionWriter
 from adapters.pipeline.context import PipelinePolicy
 from adapters.pipeline.dispatcher import Dispatcher
@@ -28,7 +27,7 @@ from adapters.tools.session_tools import LoadTool, SetWorkingDirectory, ToolOutp
 from adapters.tools.shell import ShellExecute
 from domain.authorization.facts import canonical
 from domain.authorization.roots import ProtectedPaths
-from domain.ports import Approver
+from domain.ports import Approver, Journal
 from domain.session.values import ApprovalVerdict, Audience
 from domain.shell.policy import ShellPolicy
 from domain.tools.exposure import AudienceTools, ExposurePolicy
@@ -114,7 +113,7 @@ def first_party_tools(config: Config, home: Home | None = None) -> ToolSet:
 
 
 def dispatcher(
-    journal: EventJournal, tools: ToolSet, policy: PipelinePolicy, approver: Approver | None
+    journal: Journal, tools: ToolSet, policy: PipelinePolicy, approver: Approver | None
 ) -> Dispatcher:
     """The governed pipeline over `journal`, asking `approver` when a call needs consent."""
     return Dispatcher(SessionWriter(journal), tools, policy, approver)

@@ -31,6 +31,7 @@ from domain.session.events import (
     WorkingContextChanged,
     WriterClaimed,
 )
+from domain.session.opening import SessionOpening
 from domain.session.state import SessionSnapshot, SessionState
 from domain.session.values import (
     CLOSE_RUN_REASONS,
@@ -101,19 +102,10 @@ class Session(Aggregate):
     # -- creation --------------------------------------------------------------------------
 
     @classmethod
-    def open(  # noqa: PLR0913 - one argument per fact of the opening event
-        cls,
-        session_id: SessionId,
-        session_key: str,
-        kind: SessionKind,
-        audience: Audience,
-        parent_session_id: SessionId | None = None,
-        *,
-        client_name: str | None = None,
-        client_version: str | None = None,
-    ) -> Session:
+    def open(cls, opening: SessionOpening) -> Session:
         """Open a new session stream; a subagent names its parent, a main session does not."""
-        if (kind is SessionKind.SUBAGENT) != (parent_session_id is not None):
+        session_id, parent_session_id = opening.session_id, opening.parent_session_id
+        if (opening.kind is SessionKind.SUBAGENT) != (parent_session_id is not None):
             msg = "a subagent session needs a parent session; a main session has none"
             raise errors.InvalidSessionLinkError(msg)
         if parent_session_id == session_id:
@@ -122,12 +114,12 @@ class Session(Aggregate):
         return cls._create(
             SessionOpened,
             id=session_id.as_uuid(),
-            session_key=session_key,
-            kind=kind,
-            audience=audience,
+            session_key=opening.session_key,
+            kind=opening.kind,
+            audience=opening.audience,
             parent_session_id=parent_session_id,
-            client_name=client_name,
-            client_version=client_version,
+            client_name=opening.client_name,
+            client_version=opening.client_version,
         )
 
     @property

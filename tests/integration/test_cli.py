@@ -19,6 +19,7 @@ from adapters.journal.journal import SqliteJournal
 from cli.app import app
 from domain.ids import RunId, SessionId
 from domain.session.aggregate import Session
+from domain.session.opening import SessionOpening
 from domain.session.values import Audience, SessionKind
 from tests.builders import appending, start_and_claim, user_message, write_sample_session
 from tests.cli_runner import invoke, runner
@@ -64,7 +65,9 @@ def test_session_list_shows_the_parent_of_a_subagent(home: Path, sample: Session
     """A subagent's row links its parent session."""
     journal = make_journal(home)
     child = SessionId.new()
-    journal.open_session(child, "sub:review", SessionKind.SUBAGENT, Audience.PERSONAL, sample)
+    journal.open_session(
+        SessionOpening(child, "sub:review", SessionKind.SUBAGENT, Audience.PERSONAL, sample)
+    )
     journal.close()
     rows = json.loads(invoke("session", "list", "--json")[1])
     assert str(sample) == rows[1]["parent_session_id"]
@@ -160,7 +163,7 @@ def test_replay_of_an_ambiguous_prefix_asks_for_more_digits(home: Path) -> None:
     journal = make_journal(home)
     for tail in ("1", "2"):
         sid = SessionId("ses_abcd" + tail * 28)
-        journal.open_session(sid, f"k{tail}", SessionKind.MAIN, Audience.TEAM)
+        journal.open_session(SessionOpening(sid, f"k{tail}", SessionKind.MAIN, Audience.TEAM))
     journal.close()
     code, _, err = invoke("session", "replay", "abcd")
     assert 6 == code
@@ -378,7 +381,9 @@ def test_a_long_timeline_prints_exactly_one_line_per_event(home: Path) -> None:
     """Each event is one line, even when a key field holds a newline."""
     journal = make_journal(home)
     session_id = SessionId.new()
-    journal.open_session(session_id, "line one\nline two", SessionKind.MAIN, Audience.PUBLIC)
+    journal.open_session(
+        SessionOpening(session_id, "line one\nline two", SessionKind.MAIN, Audience.PUBLIC)
+    )
     run = RunId.new()
     journal.update_session(session_id, lambda s: start_and_claim(s, run))
     for index in range(300):
@@ -396,7 +401,7 @@ def test_the_state_view_shows_the_latest_messages_of_a_long_transcript(home: Pat
     """The human state view ends with the newest messages and says how many it left out."""
     journal = make_journal(home)
     session_id = SessionId.new()
-    journal.open_session(session_id, "k", SessionKind.MAIN, Audience.PUBLIC)
+    journal.open_session(SessionOpening(session_id, "k", SessionKind.MAIN, Audience.PUBLIC))
     run = RunId.new()
 
     def chat(session: Session) -> None:

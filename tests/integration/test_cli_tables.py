@@ -16,6 +16,7 @@ from cli import render_operator
 from cli.app import app
 from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.session.aggregate import Session
+from domain.session.opening import SessionOpening
 from domain.session.values import (
     Audience,
     DenialCategory,
@@ -82,7 +83,7 @@ def long_home(home: Path) -> SessionId:
     home.mkdir(parents=True)
     journal = SqliteJournal(home / "ledgerclaw.db")
     session_id = SessionId.new()
-    journal.open_session(session_id, LONG_KEY, SessionKind.MAIN, Audience.PERSONAL)
+    journal.open_session(SessionOpening(session_id, LONG_KEY, SessionKind.MAIN, Audience.PERSONAL))
     run = RunId.new()
 
     def calls(session: Session) -> None:

@@ -15,6 +15,7 @@ from adapters.runtime.runs import begin_run
 from domain.ids import SessionId
 from domain.session.aggregate import Session
 from domain.session.events import StorageBound, WorkingContextChanged
+from domain.session.opening import SessionOpening
 from domain.session.values import Audience, OutcomeCategory, SessionKind
 from tests.pipeline import make_pipeline
 
@@ -70,7 +71,9 @@ def test_a_subagent_run_works_inside_its_parents_envelope(tmp_path: Path) -> Non
         parent = begin_run(journal, tmp_path / "home")
         child_id = SessionId.new()
         journal.open_session(
-            child_id, "child", SessionKind.SUBAGENT, Audience.PERSONAL, parent.session_id
+            SessionOpening(
+                child_id, "child", SessionKind.SUBAGENT, Audience.PERSONAL, parent.session_id
+            )
         )
         child = begin_run(journal, tmp_path / "home", child_id)
         assert parent.envelope.root == child.envelope.root
@@ -90,7 +93,9 @@ async def test_a_subagent_keeps_its_working_context_for_the_run_only(tmp_path: P
     try:
         child_id = SessionId.new()
         pipeline.journal.open_session(
-            child_id, "child", SessionKind.SUBAGENT, Audience.PERSONAL, pipeline.run.session_id
+            SessionOpening(
+                child_id, "child", SessionKind.SUBAGENT, Audience.PERSONAL, pipeline.run.session_id
+            )
         )
         child = begin_run(pipeline.journal, pipeline.home.root, child_id)
         (child.envelope.workspace / "a.txt").write_text("a\n")

@@ -23,6 +23,7 @@ from adapters.journal.journal import SqliteJournal
 from adapters.journal.reader import JournalReader
 from adapters.projections.runner import ProjectionRunner
 from domain.ids import SessionId
+from domain.session.opening import SessionOpening
 from domain.session.values import Audience, SessionKind
 from projections.registry import ALL_PROJECTIONS
 from tests.builders import open_with_writer
@@ -222,7 +223,9 @@ def test_damage_met_in_use_stops_every_later_write(tmp_path: Path) -> None:
             journal.session(last)
 
         with pytest.raises(JournalCorruptError, match=f"reading {last}"):
-            journal.open_session(SessionId.new(), "main:new", SessionKind.MAIN, Audience.PERSONAL)
+            journal.open_session(
+                SessionOpening(SessionId.new(), "main:new", SessionKind.MAIN, Audience.PERSONAL)
+            )
     finally:
         journal.close()
 

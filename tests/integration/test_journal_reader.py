@@ -11,6 +11,7 @@ from adapters.errors import (
 )
 from adapters.journal.reader import JournalReader
 from domain.ids import DeviceId, SessionId
+from domain.session.opening import SessionOpening
 from domain.session.values import Audience, SessionKind
 from tests.builders import open_with_writer, user_message
 from tests.integration.sqlite_helpers import PAIRED_AT, make_foreign_database
@@ -23,7 +24,9 @@ def test_the_reader_lists_sessions_with_their_key_kind_and_event_count(sqlite_jo
     first, run_id = open_with_writer(sqlite_journal, key="main:first")
     sqlite_journal.update_session(first, lambda s: s.append_message(run_id, user_message("hi")))
     child = SessionId.new()
-    sqlite_journal.open_session(child, "sub:1", SessionKind.SUBAGENT, Audience.TEAM, first)
+    sqlite_journal.open_session(
+        SessionOpening(child, "sub:1", SessionKind.SUBAGENT, Audience.TEAM, first)
+    )
 
     sessions = JournalReader(sqlite_journal.path).sessions()
 
@@ -55,7 +58,9 @@ LONE = SessionId("ses_ef01" + "2" * 28)
 def reader(sqlite_journal) -> JournalReader:
     """A reader on a journal with two sessions sharing the prefix `abcd` and one other."""
     for session_id in (SHARED_A, SHARED_B, LONE):
-        sqlite_journal.open_session(session_id, "k", SessionKind.MAIN, Audience.PERSONAL)
+        sqlite_journal.open_session(
+            SessionOpening(session_id, "k", SessionKind.MAIN, Audience.PERSONAL)
+        )
     return JournalReader(sqlite_journal.path)
 
 

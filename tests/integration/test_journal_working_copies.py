@@ -10,6 +10,7 @@ from adapters.journal.journal import WORKING_COPIES, SqliteJournal
 from domain.ids import RunId, SessionId
 from domain.session.aggregate import Session
 from domain.session.errors import StaleWriterError
+from domain.session.opening import SessionOpening
 from domain.session.values import Audience, SessionKind
 from tests.builders import start_and_claim, user_message
 
@@ -18,7 +19,7 @@ def open_shared(tmp_path: Path) -> tuple[SqliteJournal, SqliteJournal, SessionId
     """Two journals on one file and a session with a writer run."""
     first, second = SqliteJournal(tmp_path / "j.db"), SqliteJournal(tmp_path / "j.db")
     session_id, run_id = SessionId.new(), RunId.new()
-    first.open_session(session_id, "k", SessionKind.MAIN, Audience.PERSONAL)
+    first.open_session(SessionOpening(session_id, "k", SessionKind.MAIN, Audience.PERSONAL))
     first.update_session(session_id, lambda s: start_and_claim(s, run_id))
     return first, second, session_id, run_id
 
@@ -79,7 +80,7 @@ def test_a_long_running_journal_keeps_bounded_bookkeeping(tmp_path: Path) -> Non
     journal = SqliteJournal(tmp_path / "j.db")
     sessions = [SessionId.new() for _ in range(WORKING_COPIES + 40)]
     for session_id in sessions:
-        journal.open_session(session_id, "k", SessionKind.MAIN, Audience.PERSONAL)
+        journal.open_session(SessionOpening(session_id, "k", SessionKind.MAIN, Audience.PERSONAL))
         journal.update_session(session_id, lambda s: s.bind_storage(1, "/srv/s"))
     assert len(journal._working) == WORKING_COPIES
     assert len(journal._locks) <= WORKING_COPIES

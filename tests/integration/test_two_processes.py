@@ -18,6 +18,7 @@ import pytest
 from adapters.journal.journal import SqliteJournal
 from adapters.journal.reader import JournalReader
 from domain.ids import RunId, SessionId
+from domain.session.opening import SessionOpening
 from domain.session.values import Audience, RunEndReason, SessionKind
 from tests.builders import start_and_claim
 
@@ -34,6 +35,7 @@ from adapters.journal.journal import SqliteJournal
 from domain.ids import RunId, SessionId
 from domain.session.errors import StaleWriterError
 from domain.session.values import Audience, ChatMessage, MessageRole, SessionKind
+from domain.session.opening import SessionOpening
 
 STALE_WRITER_EXIT = 3
 
@@ -53,7 +55,8 @@ def append(journal, session_id, run_id, tag, count):
 
 
 def hold_writer(journal, session_id, run_id):
-    journal.open_session(session_id, "main:shared", SessionKind.MAIN, Audience.PERSONAL)
+    opening = SessionOpening(session_id, "main:shared", SessionKind.MAIN, Audience.PERSONAL)
+    journal.open_session(opening)
     journal.update_session(session_id, lambda s: start_and_claim(s, run_id))
     print("claimed", flush=True)
     sys.stdin.readline()
@@ -143,7 +146,9 @@ def open_with_writer(path: Path) -> tuple[SessionId, RunId]:
     session_id, run_id = SessionId.new(), RunId.new()
     journal = SqliteJournal(path)
     try:
-        journal.open_session(session_id, "main:shared", SessionKind.MAIN, Audience.PERSONAL)
+        journal.open_session(
+            SessionOpening(session_id, "main:shared", SessionKind.MAIN, Audience.PERSONAL)
+        )
         journal.update_session(session_id, lambda s: start_and_claim(s, run_id))
     finally:
         journal.close()

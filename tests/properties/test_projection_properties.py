@@ -36,6 +36,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from adapters.journal.event_log import SqliteEventLog
 from adapters.journal.journal import SqliteJournal
 from adapters.projections.runner import POSITIONS, ProjectionRunner
 from adapters.settings.journal import Durability, JournalSettings
@@ -44,6 +45,7 @@ from domain.devices.aggregate import DeviceRegistry
 from domain.errors import DomainError
 from domain.ids import AttemptId, CallId, DeviceId, RunId, SessionId
 from domain.session.aggregate import Session
+from domain.session.opening import SessionOpening
 from domain.session.values import (
     ApprovalMode,
     ApprovalScope,
@@ -495,11 +497,13 @@ class Writer:
             parent = session_id_of((slot + 1) % SESSION_SLOTS)
             subagent = opening.kind is SessionKind.SUBAGENT
             self.journal.open_session(
-                session_id,
-                opening.key,
-                opening.kind,
-                opening.audience,
-                parent if subagent else None,
+                SessionOpening(
+                    session_id,
+                    opening.key,
+                    opening.kind,
+                    opening.audience,
+                    parent if subagent else None,
+                )
             )
             self.opened.add(slot)
             first_run = partial(start_run, slot=0, client_run_id=None, claim=True)
@@ -553,7 +557,7 @@ def rows(database: Path, projections: Sequence[Projection]) -> dict[str, list[tu
 def rebuilt(root: Path, source: Path, projections: Sequence[Projection], name: str) -> Path:
     """A scratch file holding one rebuild of `projections` over the journal `source`."""
     scratch = root / f"{name}.db"
-    ProjectionRunner(scratch, fresh(projections), source=source).rebuild()
+    ProjectionRunner(scratch, fresh(projections), log=SqliteEventLog(source)).rebuild()
     return scratch
 
 

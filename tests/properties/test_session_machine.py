@@ -44,6 +44,7 @@ from domain.session.events import (
     ToolReceiptRecorded,
     WriterClaimed,
 )
+from domain.session.opening import SessionOpening
 from domain.session.values import (
     AttemptStatus,
     Audience,
@@ -152,7 +153,7 @@ class SessionMachine(AttemptRulesMixin, RuleBasedStateMachine):
         """The main session every run of the machine starts with, opened on first use."""
         if FIRST_SESSION not in self.model:
             self.live[FIRST_SESSION] = self.journal.open_session(
-                FIRST_SESSION, "first", SessionKind.MAIN, Audience.PERSONAL
+                SessionOpening(FIRST_SESSION, "first", SessionKind.MAIN, Audience.PERSONAL)
             )
             self.model[FIRST_SESSION] = new_model()
         return FIRST_SESSION
@@ -197,13 +198,13 @@ class SessionMachine(AttemptRulesMixin, RuleBasedStateMachine):
         mismatched = (kind is SessionKind.SUBAGENT) != (parent is not None)
         if mismatched or parent == session_id:
             with pytest.raises(errors.InvalidSessionLinkError):
-                self.journal.open_session(session_id, key, kind, audience, parent)
+                self.journal.open_session(SessionOpening(session_id, key, kind, audience, parent))
         elif session_id in self.model:
             with pytest.raises(SessionExistsError):
-                self.journal.open_session(session_id, key, kind, audience, parent)
+                self.journal.open_session(SessionOpening(session_id, key, kind, audience, parent))
         else:
             self.live[session_id] = self.journal.open_session(
-                session_id, key, kind, audience, parent
+                SessionOpening(session_id, key, kind, audience, parent)
             )
             self.model[session_id] = new_model(kind)
             return session_id

@@ -10,6 +10,7 @@ import pytest
 
 from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.session.aggregate import Session
+from domain.session.opening import SessionOpening
 from domain.session.values import (
     ApprovalMode,
     Audience,
@@ -42,7 +43,10 @@ Command = Callable[[Session], object]
 AttemptCommand = Callable[[Session, RunId, AttemptId], object]
 
 
-_STORY = Story(Session, lambda: Session.open(SESSION, "main", SessionKind.MAIN, Audience.PERSONAL))
+_STORY = Story(
+    Session,
+    lambda: Session.open(SessionOpening(SESSION, "main", SessionKind.MAIN, Audience.PERSONAL)),
+)
 drain = _STORY.drain
 history = _STORY.history
 replay = _STORY.replay

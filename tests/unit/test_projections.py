@@ -17,6 +17,7 @@ from domain.base import DomainEvent
 from domain.devices.aggregate import DeviceRegistry
 from domain.ids import AttemptId, CallId, DeviceId, RunId, SessionId
 from domain.session.aggregate import Session
+from domain.session.opening import SessionOpening
 from domain.session.values import (
     ApprovalMode,
     ApprovalScope,
@@ -70,7 +71,9 @@ class Timeline:
 
     def __init__(self, kind: SessionKind = SessionKind.MAIN, start: datetime = T0) -> None:
         parent = PARENT if kind is SessionKind.SUBAGENT else None
-        self.session = Session.open(SESSION, "main:cli", kind, Audience.PERSONAL, parent)
+        self.session = Session.open(
+            SessionOpening(SESSION, "main:cli", kind, Audience.PERSONAL, parent)
+        )
         self.start = start
         self.events: list[DomainEvent] = []
         self.at(0, lambda s: s.start_run(RUN), lambda s: s.claim_writer(RUN))

@@ -22,6 +22,7 @@ from domain.session.events import (
     StorageBound,
     WriterClaimed,
 )
+from domain.session.opening import SessionOpening
 from domain.session.values import (
     ApprovalVerdict,
     AttemptEnd,
@@ -80,7 +81,9 @@ def test_open_records_a_main_session_without_parent() -> None:
 
 def test_open_links_a_subagent_to_its_parent() -> None:
     """A subagent session records the parent it was delegated from."""
-    session = Session.open(SESSION, "child", SessionKind.SUBAGENT, Audience.TEAM, PARENT)
+    session = Session.open(
+        SessionOpening(SESSION, "child", SessionKind.SUBAGENT, Audience.TEAM, PARENT)
+    )
     [opened] = drain(session)
     assert PARENT == opened.parent_session_id
     assert PARENT == replay([opened]).state().parent_session_id
@@ -94,7 +97,7 @@ def test_open_links_a_subagent_to_its_parent() -> None:
 def test_open_refuses_a_broken_parent_link(kind: SessionKind, parent: SessionId | None) -> None:
     """A main session with a parent, an orphan subagent, or a self-parent is refused."""
     with pytest.raises(errors.InvalidSessionLinkError):
-        Session.open(SESSION, "key", kind, Audience.PERSONAL, parent)
+        Session.open(SessionOpening(SESSION, "key", kind, Audience.PERSONAL, parent))
 
 
 # -- storage and runs ---------------------------------------------------------------------
@@ -326,7 +329,14 @@ def test_a_closed_session_starts_no_run_and_closes_once() -> None:
 def test_an_opened_session_keeps_the_clients_declared_name_and_version() -> None:
     """The client's name and version are facts of the opening event and the state."""
     session = Session.open(
-        SESSION, "mcp:x", SessionKind.MAIN, Audience.PERSONAL, client_name="ed", client_version="2"
+        SessionOpening(
+            SESSION,
+            "mcp:x",
+            SessionKind.MAIN,
+            Audience.PERSONAL,
+            client_name="ed",
+            client_version="2",
+        )
     )
     [opened] = drain(session)
     assert ("ed", "2") == (opened.client_name, opened.client_version)
@@ -362,7 +372,7 @@ def test_chat_message_accepts_assistant_calls_and_tool_answers() -> None:
 
 def test_state_after_replay_equals_the_live_state() -> None:
     """Replaying the recorded events rebuilds exactly the live state."""
-    session = Session.open(SESSION, "main", SessionKind.MAIN, Audience.PERSONAL)
+    session = Session.open(SessionOpening(SESSION, "main", SessionKind.MAIN, Audience.PERSONAL))
     session.bind_storage(1, "/home/sessions/a")
     writer(client_run_id="client-1")(session)
     session.append_message(RUN, HELLO)

@@ -22,6 +22,7 @@ from domain.session.events import (
     ToolSchemaLoaded,
     WorkingContextChanged,
 )
+from domain.session.opening import SessionOpening
 from domain.session.values import (
     RECENT_ATTEMPTS_LIMIT,
     RECENT_FILES_LIMIT,
@@ -494,7 +495,9 @@ def test_loading_a_tool_schema_is_recorded_once() -> None:
 
 def test_only_the_latest_ended_attempts_stay_in_the_state() -> None:
     """Long sessions keep a bounded state: open attempts plus the latest ended ones."""
-    session = Session.open(SessionId.new(), "k", SessionKind.MAIN, Audience.PERSONAL)
+    session = Session.open(
+        SessionOpening(SessionId.new(), "k", SessionKind.MAIN, Audience.PERSONAL)
+    )
     writer()(session)
     ids = [AttemptId.new() for _ in range(RECENT_ATTEMPTS_LIMIT + 6)]
     spilled = ToolReceipt(outcome=OutcomeCategory.SUCCESS, spill_id=SpillId.new())

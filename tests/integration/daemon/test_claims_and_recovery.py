@@ -16,6 +16,7 @@ from adapters.projections.runner import ProjectionRunner
 from adapters.runtime.recovery import recover_orphans
 from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.session.aggregate import Session
+from domain.session.opening import SessionOpening
 from domain.session.values import (
     ApprovalMode,
     AttemptEnd,
@@ -75,7 +76,7 @@ def test_a_claim_held_by_a_live_process_is_refused_and_freed_by_its_death(tmp_pa
 
 def _session_with_an_allowed_and_a_pending_attempt(journal: SqliteJournal, key: str) -> SessionId:
     session_id, run = SessionId.new(), RunId.new()
-    journal.open_session(session_id, key, SessionKind.MAIN, Audience.PERSONAL)
+    journal.open_session(SessionOpening(session_id, key, SessionKind.MAIN, Audience.PERSONAL))
 
     def drive(session: Session) -> None:
         start_and_claim(session, run)
@@ -104,7 +105,7 @@ def test_recovery_settles_orphans_and_leaves_hosted_sessions_alone(tmp_path: Pat
     cli_orphan = _session_with_an_allowed_and_a_pending_attempt(journal, "cli:1234")
     hosted = _session_with_an_allowed_and_a_pending_attempt(journal, "mcp-stdio:agent")
     finished = SessionId.new()
-    journal.open_session(finished, "cli:done", SessionKind.MAIN, Audience.PERSONAL)
+    journal.open_session(SessionOpening(finished, "cli:done", SessionKind.MAIN, Audience.PERSONAL))
     run = RunId.new()
 
     def finish(session: Session) -> None:

@@ -1,4 +1,4 @@
-"""Fakes that implement the ports without touching the disk."""
+"""The Journal port in memory: the journal on eventsourcing's in-memory store."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Contract of the Journal port, run on the in-memory fake and on real SQLite; integration tests.
+"""Contract of the Journal port, run on the in-memory fake and on real SQLite; contract tests.
 
 Every test takes the parametrized `journal` fixture, so the fake and the SQLite journal are held
 to the same behaviour.
@@ -17,6 +17,7 @@ from domain.ids import AttemptId, CallId, DeviceId, RunId, SessionId
 from domain.ports import Journal
 from domain.session.aggregate import Session
 from domain.session.errors import StaleWriterError, UnknownRunError
+from domain.session.opening import SessionOpening
 from domain.session.values import (
     ApprovalMode,
     ApprovalVerdict,
@@ -114,7 +115,7 @@ def test_open_session_returns_the_live_session_it_stored(journal):
     """The session open_session returns equals the session replayed from the store."""
     session_id = SessionId.new()
 
-    live = journal.open_session(session_id, "k", SessionKind.MAIN, Audience.TEAM)
+    live = journal.open_session(SessionOpening(session_id, "k", SessionKind.MAIN, Audience.TEAM))
 
     assert live.state() == journal.session(session_id).state()
 
@@ -124,7 +125,9 @@ def test_a_subagent_session_keeps_the_link_to_its_parent(journal):
     parent = open_main(journal)
     child = SessionId.new()
 
-    journal.open_session(child, "sub:1", SessionKind.SUBAGENT, Audience.PERSONAL, parent)
+    journal.open_session(
+        SessionOpening(child, "sub:1", SessionKind.SUBAGENT, Audience.PERSONAL, parent)
+    )
 
     assert parent == journal.session(child).parent_session_id
 
@@ -275,7 +278,7 @@ def test_reusing_a_session_id_is_refused_and_changes_nothing(journal):
     before = journal.session(session_id).state()
 
     with pytest.raises(SessionExistsError):
-        journal.open_session(session_id, "other", SessionKind.MAIN, Audience.PUBLIC)
+        journal.open_session(SessionOpening(session_id, "other", SessionKind.MAIN, Audience.PUBLIC))
 
     after = journal.session(session_id)
     assert 3 == after.version
@@ -369,3 +372,91 @@ def test_replay_equals_the_live_session_across_many_updates(journal):
         live = journal.update_session(session_id, append_and_keep)
 
     assert live.state() == journal.session(session_id).state()
+
+
+def test_update_sessions_commits_each_command_and_returns_their_values_in_order(journal):
+    """A batch runs one command per session and hands back each value in request order."""
+    first, first_run = open_with_writer(journal)
+    second, second_run = open_with_writer(journal)
+
+    outcomes = journal.update_sessions(
+        [
+            (first, lambda s: s.append_message(first_run, user_message("one")) or "first"),
+            (second, lambda s: s.append_message(second_run, user_message("two")) or "second"),
+        ]
+    )
+
+    assert ["first", "second"] == [outcome.value for outcome in outcomes]
+    assert [None, None] == [outcome.error for outcome in outcomes]
+    assert ["one"] == [m.content for m in journal.transcript(first)]
+    assert ["two"] == [m.content for m in journal.transcript(second)]
+
+
+def test_a_failing_command_of_a_batch_gets_its_error_and_the_others_still_commit(journal):
+    """A command that raises stores nothing and gets its exception; its neighbours commit."""
+    good, run_id = open_with_writer(journal)
+    bad, _ = open_with_writer(journal)
+
+    outcomes = journal.update_sessions(
+        [
+            (good, lambda s: s.append_message(run_id, user_message("kept"))),
+            (bad, lambda s: s.claim_writer(RunId.new())),
+        ]
+    )
+
+    assert outcomes[0].error is None
+    assert isinstance(outcomes[1].error, UnknownRunError)
+    assert 4 == journal.session(good).version
+    assert 3 == journal.session(bad).version
+
+
+def test_a_batch_names_each_session_at_most_once(journal):
+    """Two commands for one session in one batch are refused before anything runs."""
+    session_id, _ = open_with_writer(journal)
+
+    twice = [(session_id, lambda s: s.recover()), (session_id, lambda s: s.recover())]
+
+    with pytest.raises(ValueError, match="at most one command per session"):
+        journal.update_sessions(twice)
+
+    assert 3 == journal.session(session_id).version
+
+
+def test_a_batch_on_an_unknown_session_gets_unknown_session_error(journal):
+    """A batch command on a session never opened comes back with UnknownSessionError."""
+    [outcome] = journal.update_sessions([(SessionId.new(), lambda s: s.recover())])
+
+    assert isinstance(outcome.error, UnknownSessionError)
+
+
+def test_read_session_shows_the_latest_state_and_stores_nothing(journal):
+    """read_session hands the view of the session as last saved, without a new event."""
+    session_id, run_id = open_with_writer(journal)
+    journal.update_session(session_id, lambda s: s.append_message(run_id, user_message("hi")))
+
+    seen = journal.read_session(session_id, lambda s: (s.version, s.writer, s.message_count))
+
+    assert (4, run_id, 1) == seen
+    assert 4 == journal.stream_version(session_id.as_uuid())
+
+
+def test_read_session_of_an_unknown_session_raises_unknown_session_error(journal):
+    """Viewing a session that was never opened raises UnknownSessionError."""
+    with pytest.raises(UnknownSessionError):
+        journal.read_session(SessionId.new(), lambda s: s.version)
+
+
+def test_a_stream_saved_by_this_journal_is_kept_and_an_unknown_one_is_not(journal):
+    """After an update the stream's copy is kept in memory; a stream never seen is not."""
+    session_id, _ = open_with_writer(journal)
+
+    assert journal.is_kept(session_id.as_uuid())
+    assert not journal.is_kept(SessionId.new().as_uuid())
+
+
+def test_stream_version_counts_a_sessions_events(journal):
+    """stream_version is the number of events a session's stream holds, 0 for none."""
+    session_id, _ = open_with_writer(journal)
+
+    assert 3 == journal.stream_version(session_id.as_uuid())
+    assert 0 == journal.stream_version(SessionId.new().as_uuid())
