@@ -25,9 +25,9 @@ from adapters.tools.shell import ShellExecute
 from adapters.tools.toolset import ToolSet
 from domain.authorization.facts import canonical
 from domain.authorization.roots import ProtectedPaths
-from domain.session.values import Audience
 from domain.shell.policy import ShellPolicy
 from domain.tools.exposure import AudienceTools, ExposurePolicy
+from domain.values.audience import Audience
 
 
 def current_home() -> Home:

@@ -54,7 +54,8 @@ from adapters.tools.context import RunScope  # noqa: E402
 from adapters.tools.dispatcher import Dispatcher  # noqa: E402
 from adapters.tools.runs import begin_run  # noqa: E402
 from domain.ids import CallId  # noqa: E402
-from domain.session.values import OutcomeCategory, ToolCallRequest  # noqa: E402
+from domain.values.conversation import ToolCallRequest  # noqa: E402
+from domain.values.receipts import OutcomeCategory  # noqa: E402
 
 SESSIONS = 16
 BLOCKS = 10

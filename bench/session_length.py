@@ -20,15 +20,9 @@ from adapters.config import Durability, JournalSettings
 from adapters.journal.journal import SqliteJournal
 from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.session.aggregate import Session
-from domain.session.values import (
-    Audience,
-    FileActivity,
-    FileOperation,
-    OutcomeCategory,
-    PolicyDecision,
-    SessionKind,
-    ToolReceipt,
-)
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import FileOperation, PolicyDecision
+from domain.values.receipts import FileActivity, OutcomeCategory, ToolReceipt
 
 RECEIPT = ToolReceipt(
     outcome=OutcomeCategory.SUCCESS,

@@ -23,7 +23,7 @@ from cli.daemon_cmd import daemon_app, mcp_app
 from cli.global_options import GlobalOptionsAnywhere, global_options
 from cli.help_format import name_arguments_plainly
 from cli.operator_cmd import approvals_app, devices_app
-from domain.session.values import Audience
+from domain.values.audience import Audience
 
 P = ParamSpec("P")
 R = TypeVar("R")

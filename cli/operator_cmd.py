@@ -12,7 +12,7 @@ from adapters.daemon.control_client import exchange_pairing_code
 from adapters.daemon.control_methods import BadControlRequestError
 from cli import render, render_operator
 from cli.common import JSON_OPTION, expected_errors
-from domain.session.values import ApprovalScope, ApprovalVerdict
+from domain.values.authorization import ApprovalScope, ApprovalVerdict
 
 approvals_app = typer.Typer(help="List and decide the approvals running calls wait for.")
 devices_app = typer.Typer(help="Pair, list and revoke the devices that may use /mcp.")

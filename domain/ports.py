@@ -9,7 +9,8 @@ from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
 from domain.devices.aggregate import DeviceRegistry
 from domain.ids import SessionId
 from domain.session.aggregate import Session
-from domain.session.values import Audience, ChatMessage, SessionKind
+from domain.values.audience import Audience, SessionKind
+from domain.values.conversation import ChatMessage
 
 T = TypeVar("T")
 

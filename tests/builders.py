@@ -4,23 +4,18 @@ from __future__ import annotations
 
 from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.ports import Journal
-from domain.session.values import (
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import (
     ApprovalMode,
     ApprovalScope,
     ApprovalVerdict,
-    Audience,
-    ChatMessage,
     DenialCategory,
-    FileActivity,
     FileOperation,
-    MessageRole,
-    OutcomeCategory,
     PolicyDecision,
-    RunEndReason,
-    SessionKind,
-    ToolCallRequest,
-    ToolReceipt,
 )
+from domain.values.conversation import ChatMessage, MessageRole, ToolCallRequest
+from domain.values.receipts import FileActivity, OutcomeCategory, ToolReceipt
+from domain.values.runs import RunEndReason
 
 
 def write_sample_session(journal: Journal, session_key: str = "main:cli") -> SessionId:

@@ -21,14 +21,10 @@ from adapters.tools.settings import RootSetting, ToolSettings
 from adapters.tools.toolset import ToolSet
 from domain.ids import CallId, SessionId
 from domain.ports import Approver
-from domain.session.values import (
-    ApprovalVerdict,
-    Audience,
-    FileOperation,
-    SessionKind,
-    ToolCallRequest,
-)
 from domain.tools.result import ToolResult
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import ApprovalVerdict, FileOperation
+from domain.values.conversation import ToolCallRequest
 
 ALL = tuple(FileOperation)
 

@@ -21,7 +21,7 @@ import anyio
 from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
 from domain.errors import LedgerclawError
 from domain.ids import SessionId
-from domain.session.values import ApprovalScope, ApprovalVerdict
+from domain.values.authorization import ApprovalScope, ApprovalVerdict
 
 log = logging.getLogger(__name__)
 MIN_PREFIX = 4

@@ -16,7 +16,7 @@ from adapters.daemon.approvals import Pending, PendingApprovals
 from adapters.daemon.control import ControlMethod
 from adapters.daemon.pairing import PairingCodes
 from domain.errors import LedgerclawError
-from domain.session.values import ApprovalScope, ApprovalVerdict
+from domain.values.authorization import ApprovalScope, ApprovalVerdict
 
 CLI_DECIDER = "cli (local control)"
 M = TypeVar("M", bound=BaseModel)

@@ -30,16 +30,13 @@ from adapters.tools.requests import call_request
 from domain.errors import LedgerclawError
 from domain.ids import CallId, RunId, SessionId
 from domain.session.aggregate import Session
-from domain.session.values import (
-    AttemptState,
-    Audience,
-    CancelReason,
-    SessionCloseReason,
-    SessionKind,
-    ToolCallRequest,
-)
 from domain.tools.definition import ToolDefinition
 from domain.tools.result import ToolResult
+from domain.values.attempts import AttemptState
+from domain.values.audience import Audience, SessionKind
+from domain.values.conversation import ToolCallRequest
+from domain.values.receipts import CancelReason
+from domain.values.runs import SessionCloseReason
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from adapters.home import Home
 from adapters.journal.journal import EventJournal
 from domain.devices.aggregate import REGISTRY_ID, DeviceRecord
 from domain.devices.errors import UnknownDeviceError
-from domain.session.values import ApprovalScope, ApprovalVerdict
+from domain.values.authorization import ApprovalScope, ApprovalVerdict
 
 DAEMON = "daemon"
 

@@ -48,7 +48,7 @@ from adapters.mcp.server import build_server
 from adapters.projections.runner import ProjectionRunner
 from domain.errors import LedgerclawError
 from domain.ids import DeviceId
-from domain.session.values import SessionCloseReason
+from domain.values.runs import SessionCloseReason
 
 log = logging.getLogger(__name__)
 HOST = "127.0.0.1"

@@ -48,7 +48,8 @@ from domain.errors import DomainError
 from domain.ids import SessionId
 from domain.session.aggregate import Session
 from domain.session.events import MessageAppended
-from domain.session.values import Audience, ChatMessage, SessionKind
+from domain.values.audience import Audience, SessionKind
+from domain.values.conversation import ChatMessage
 
 T = TypeVar("T")
 A = TypeVar("A", bound=Aggregate)

@@ -33,9 +33,11 @@ from adapters.mcp.callers import caller_of, has_connection
 from adapters.mcp.elicitation import elicitor_for
 from adapters.mcp.progress import progress_for
 from domain.errors import LedgerclawError
-from domain.session.values import DenialCategory, SessionCloseReason, ToolName
 from domain.tools.definition import ToolDefinition
 from domain.tools.result import ToolResult
+from domain.values.authorization import DenialCategory
+from domain.values.conversation import ToolName
+from domain.values.runs import SessionCloseReason
 
 log = logging.getLogger(__name__)
 SERVER_NAME = "ledgerclaw"

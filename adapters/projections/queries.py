@@ -26,8 +26,8 @@ from adapters.journal.failures import translated
 from adapters.journal.reader import JournalReader
 from adapters.projections.runner import Progress, ProjectionRunner, Status
 from domain.errors import LedgerclawError
-from domain.session.values import DenialCategory, FileOperation
 from domain.tools.exposure import NO_SUCH_TOOL
+from domain.values.authorization import DenialCategory, FileOperation
 from projections.daily_stats import UNKNOWN_TOOL
 from projections.file_activity import SHELL_CANDIDATE
 from projections.model import Projection

@@ -26,10 +26,13 @@ from adapters.tools.requests import call_request
 from adapters.tools.runs import begin_run, end_run
 from domain.ids import CallId, SessionId
 from domain.ports import Approver
-from domain.session.values import ApprovalVerdict, Audience, CancelReason, RunEndReason
 from domain.tools.definition import ToolDefinition
 from domain.tools.exposure import Visibility, exposure
 from domain.tools.result import ToolResult
+from domain.values.audience import Audience
+from domain.values.authorization import ApprovalVerdict
+from domain.values.receipts import CancelReason
+from domain.values.runs import RunEndReason
 
 
 @dataclass(frozen=True)

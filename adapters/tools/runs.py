@@ -9,7 +9,8 @@ from adapters.tools.context import RunScope
 from domain.ids import RunId, SessionId
 from domain.ports import Journal
 from domain.session.aggregate import Session
-from domain.session.values import Audience, RunEndReason, SessionKind
+from domain.values.audience import Audience, SessionKind
+from domain.values.runs import RunEndReason
 
 
 def begin_run(

@@ -32,37 +32,27 @@ from domain.session.events import (
     WriterClaimed,
 )
 from domain.session.state import SessionSnapshot, SessionState
-from domain.session.values import (
-    CLOSE_RUN_REASONS,
-    NOT_RUN_OUTCOMES,
-    RECENT_ATTEMPTS_LIMIT,
+from domain.values.attempts import RECENT_ATTEMPTS_LIMIT, AttemptEnd, AttemptState, AttemptStatus
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import (
     ApprovalGrant,
     ApprovalMode,
     ApprovalScope,
     ApprovalVerdict,
-    AttemptEnd,
-    AttemptState,
-    AttemptStatus,
-    Audience,
-    ChatMessage,
     DenialCategory,
-    FileActivity,
     PolicyDecision,
+    denial_for_verdict,
+)
+from domain.values.conversation import ChatMessage
+from domain.values.receipts import (
+    NOT_RUN_OUTCOMES,
+    FileActivity,
     RecordedArguments,
     RemediationCode,
-    RunEndReason,
-    RunState,
-    SessionCloseReason,
-    SessionKind,
-    StorageBinding,
     ToolReceipt,
-    WorkingContext,
 )
-
-_REJECTION_CATEGORY = {
-    ApprovalVerdict.REJECTED: DenialCategory.APPROVAL_REJECTED,
-    ApprovalVerdict.EXPIRED: DenialCategory.APPROVAL_EXPIRED,
-}
+from domain.values.runs import CLOSE_RUN_REASONS, RunEndReason, RunState, SessionCloseReason
+from domain.values.storage import StorageBinding, WorkingContext
 
 
 class Session(Aggregate):
@@ -333,7 +323,7 @@ class Session(Aggregate):
                 AttemptDenied,
                 run_id=attempt.run_id,
                 attempt_id=attempt_id,
-                category=_REJECTION_CATEGORY[verdict],
+                category=denial_for_verdict(verdict),
                 detail=f"approval {verdict} by {decided_by}",
             )
 

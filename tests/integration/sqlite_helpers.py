@@ -15,7 +15,8 @@ from eventsourcing.sqlite import SQLiteDatastore, SQLiteFactory
 from adapters.journal.journal import SqliteJournal
 from domain.ids import RunId, SessionId
 from domain.session.aggregate import Session
-from domain.session.values import Audience, ChatMessage, MessageRole, SessionKind
+from domain.values.audience import Audience, SessionKind
+from domain.values.conversation import ChatMessage, MessageRole
 
 PAIRED_AT = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -20,7 +20,8 @@ from adapters.journal.journal import SqliteJournal
 from cli.app import app
 from domain.ids import RunId, SessionId
 from domain.session.aggregate import Session
-from domain.session.values import Audience, ChatMessage, MessageRole, SessionKind
+from domain.values.audience import Audience, SessionKind
+from domain.values.conversation import ChatMessage, MessageRole
 from tests.builders import write_sample_session
 
 runner = CliRunner()

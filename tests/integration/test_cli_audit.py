@@ -27,7 +27,7 @@ from adapters.tools.runs import end_run
 from cli import render
 from cli.app import app
 from domain.ids import AttemptId, SessionId
-from domain.session.values import ApprovalVerdict
+from domain.values.authorization import ApprovalVerdict
 from tests.pipeline import approving, make_pipeline
 
 runner = CliRunner()

@@ -16,16 +16,9 @@ from cli import render_operator
 from cli.app import app
 from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.session.aggregate import Session
-from domain.session.values import (
-    Audience,
-    DenialCategory,
-    FileActivity,
-    FileOperation,
-    OutcomeCategory,
-    PolicyDecision,
-    SessionKind,
-    ToolReceipt,
-)
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import DenialCategory, FileOperation, PolicyDecision
+from domain.values.receipts import FileActivity, OutcomeCategory, ToolReceipt
 
 runner = CliRunner()
 WIDTHS = (80, 200)

@@ -14,7 +14,8 @@ from adapters.journal.writer import SessionWriter
 from adapters.tools.runs import begin_run
 from domain.ids import SessionId
 from domain.session.events import StorageBound, WorkingContextChanged
-from domain.session.values import Audience, OutcomeCategory, SessionKind
+from domain.values.audience import Audience, SessionKind
+from domain.values.receipts import OutcomeCategory
 from tests.pipeline import make_pipeline
 
 

@@ -17,23 +17,18 @@ from domain.ids import AttemptId, CallId, DeviceId, RunId, SessionId
 from domain.ports import Journal
 from domain.session.aggregate import Session
 from domain.session.errors import StaleWriterError, UnknownRunError
-from domain.session.values import (
+from domain.values.attempts import AttemptEnd
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import (
     ApprovalMode,
     ApprovalVerdict,
-    AttemptEnd,
-    Audience,
-    ChatMessage,
     DenialCategory,
-    FileActivity,
     FileOperation,
-    MessageRole,
-    OutcomeCategory,
     PolicyDecision,
-    RunEndReason,
-    SessionKind,
-    ToolCallRequest,
-    ToolReceipt,
 )
+from domain.values.conversation import ChatMessage, MessageRole, ToolCallRequest
+from domain.values.receipts import FileActivity, OutcomeCategory, ToolReceipt
+from domain.values.runs import RunEndReason
 
 PAIRED_AT = datetime(2026, 1, 1, tzinfo=UTC)
 SALT = bytes(range(16))

@@ -23,7 +23,7 @@ from adapters.journal.journal import SqliteJournal
 from adapters.journal.reader import JournalReader
 from adapters.projections.runner import ProjectionRunner
 from domain.ids import SessionId
-from domain.session.values import Audience, SessionKind
+from domain.values.audience import Audience, SessionKind
 from projections.registry import ALL_PROJECTIONS
 from tests.integration.sqlite_helpers import (
     companions,

@@ -11,7 +11,7 @@ from adapters.errors import (
 )
 from adapters.journal.reader import JournalReader
 from domain.ids import DeviceId, SessionId
-from domain.session.values import Audience, SessionKind
+from domain.values.audience import Audience, SessionKind
 from tests.integration.sqlite_helpers import (
     PAIRED_AT,
     make_foreign_database,

@@ -10,7 +10,8 @@ from adapters.journal.journal import WORKING_COPIES, SqliteJournal
 from domain.ids import RunId, SessionId
 from domain.session.aggregate import Session
 from domain.session.errors import StaleWriterError
-from domain.session.values import Audience, ChatMessage, MessageRole, SessionKind
+from domain.values.audience import Audience, SessionKind
+from domain.values.conversation import ChatMessage, MessageRole
 
 
 def say(text: str) -> ChatMessage:

@@ -19,7 +19,8 @@ from adapters.journal.journal import SqliteJournal
 from adapters.journal.reader import JournalReader
 from domain.ids import RunId, SessionId
 from domain.session.aggregate import Session
-from domain.session.values import Audience, RunEndReason, SessionKind
+from domain.values.audience import Audience, SessionKind
+from domain.values.runs import RunEndReason
 
 TIMEOUT = 60
 STALE_WRITER_EXIT = 3
@@ -33,7 +34,8 @@ from pathlib import Path
 from adapters.journal.journal import SqliteJournal
 from domain.ids import RunId, SessionId
 from domain.session.errors import StaleWriterError
-from domain.session.values import Audience, ChatMessage, MessageRole, SessionKind
+from domain.values.audience import Audience, SessionKind
+from domain.values.conversation import ChatMessage, MessageRole
 
 STALE_WRITER_EXIT = 3
 

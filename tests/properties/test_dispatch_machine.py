@@ -56,21 +56,19 @@ from domain.session.events import (
     PolicyEvaluated,
     ToolReceiptRecorded,
 )
-from domain.session.values import (
-    ApprovalMode,
-    ApprovalVerdict,
-    AttemptEnd,
-    DenialCategory,
-    FileOperation,
-    OutcomeCategory,
-    PolicyDecision,
-    RemediationCode,
-    ToolCallRequest,
-    ToolReceipt,
-    WorkingContext,
-)
 from domain.tools.definition import Concurrency, ToolDefinition
 from domain.tools.result import ToolResult
+from domain.values.attempts import AttemptEnd
+from domain.values.authorization import (
+    ApprovalMode,
+    ApprovalVerdict,
+    DenialCategory,
+    FileOperation,
+    PolicyDecision,
+)
+from domain.values.conversation import ToolCallRequest
+from domain.values.receipts import OutcomeCategory, RemediationCode, ToolReceipt
+from domain.values.storage import WorkingContext
 from tests.pipeline import ALL, Pipeline, make_pipeline
 
 TERMINAL_EVENTS = (

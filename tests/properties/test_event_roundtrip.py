@@ -30,7 +30,7 @@ from domain.session.events import (
     SessionOpened,
     ToolReceiptRecorded,
 )
-from domain.session.values import ChatMessage, MessageRole, ToolCallRequest
+from domain.values.conversation import ChatMessage, MessageRole, ToolCallRequest
 from tests import strategies
 
 MAPPER = CatalogMapper(transcoder=OrjsonTranscoder())

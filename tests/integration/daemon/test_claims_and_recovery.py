@@ -16,15 +16,10 @@ from adapters.journal.journal import SqliteJournal
 from adapters.projections.runner import ProjectionRunner
 from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.session.aggregate import Session
-from domain.session.values import (
-    ApprovalMode,
-    AttemptEnd,
-    Audience,
-    PolicyDecision,
-    RunEndReason,
-    SessionCloseReason,
-    SessionKind,
-)
+from domain.values.attempts import AttemptEnd
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import ApprovalMode, PolicyDecision
+from domain.values.runs import RunEndReason, SessionCloseReason
 from projections.registry import ALL_PROJECTIONS
 
 HOLD = """

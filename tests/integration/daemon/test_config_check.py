@@ -15,7 +15,7 @@ from adapters.config import check_config, check_secrets, load_config
 from adapters.daemon.settings import DaemonSettings
 from adapters.errors import ConfigError, PersistenceNotConfigurableError
 from cli.app import app
-from domain.session.values import Audience
+from domain.values.audience import Audience
 
 runner = CliRunner()
 

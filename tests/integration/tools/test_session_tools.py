@@ -31,10 +31,12 @@ from domain.authorization.path_access import PathAccessDecision, PathAllowed, de
 from domain.authorization.relative_base import join_base
 from domain.authorization.roots import ALL_OPERATIONS, ProtectedPaths, RootKind, TrustedRoot
 from domain.ids import CallId, RunId, SessionId
-from domain.session.values import Audience, FileOperation, OutcomeCategory
 from domain.tools.definition import Concurrency, Loading, ToolDefinition
 from domain.tools.exposure import ExposurePolicy, Visibility, visibility
 from domain.tools.output import window
+from domain.values.audience import Audience
+from domain.values.authorization import FileOperation
+from domain.values.receipts import OutcomeCategory
 
 pytestmark = pytest.mark.anyio
 

@@ -14,8 +14,10 @@ import pytest
 
 from adapters.sandbox.launch import abi_version
 from adapters.tools.settings import NetworkAccess, RootSetting, ShellSettings, ToolSettings
-from domain.session.values import Audience, DenialCategory, FileOperation, OutcomeCategory
 from domain.shell.confinement import SandboxMode
+from domain.values.audience import Audience
+from domain.values.authorization import DenialCategory, FileOperation
+from domain.values.receipts import OutcomeCategory
 from tests.pipeline import Pipeline, approving, make_pipeline
 
 pytestmark = [

@@ -18,9 +18,10 @@ from domain.authorization.path_access import PathAccessDecision, PathAllowed, de
 from domain.authorization.relative_base import join_base
 from domain.authorization.roots import ALL_OPERATIONS, ProtectedPaths, RootKind, TrustedRoot
 from domain.ids import CallId, RunId, SessionId
-from domain.session.values import ApprovalMode, DenialCategory, FileOperation, OutcomeCategory
 from domain.shell.policy import ShellPolicy
 from domain.tools.definition import Concurrency, Loading
+from domain.values.authorization import ApprovalMode, DenialCategory, FileOperation
+from domain.values.receipts import OutcomeCategory
 
 pytestmark = pytest.mark.anyio
 
