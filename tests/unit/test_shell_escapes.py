@@ -17,7 +17,7 @@ from domain.shell.policy import (
     ShellPolicy,
     assess_command,
 )
-from domain.shell.syntax import MAX_CLUSTER_LETTERS
+from domain.shell.words import MAX_CLUSTER_LETTERS
 
 POLICY = ShellPolicy()
 BUDGET_PROBLEM = "the command runs more wrapped or nested commands than can be read"
