@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from adapters.errors import UndecodableEventError, UnencodableEventError
 from domain.base import DomainEvent
-from domain.catalog import AGGREGATES, SNAPSHOT_TYPES, events_by_topic
+from domain.topics import AGGREGATES, SNAPSHOT_TYPES, events_by_topic
 
 _CLASS_VERSION = "class_version"
 

@@ -19,9 +19,9 @@ from adapters.errors import AmbiguousSessionError, UnknownSessionError
 from adapters.journal.failures import translated
 from adapters.journal.identity import check_journal_file
 from adapters.journal.mapper import upcast
-from domain.catalog import events_by_topic
 from domain.ids import SessionId
 from domain.session.events import MessageAppended, SessionOpened
+from domain.topics import events_by_topic
 
 _HEX = frozenset("0123456789abcdef")
 _MIN_PREFIX = 4

@@ -19,7 +19,6 @@ from pydantic import JsonValue, ValidationError
 from adapters.errors import UndecodableEventError
 from adapters.journal.mapper import CatalogMapper, OrjsonTranscoder, upcast
 from domain.base import Aggregate, DomainEvent
-from domain.catalog import EVENT_TYPES
 from domain.devices.aggregate import DeviceRegistry
 from domain.devices.events import DeviceRegistryCreated
 from domain.ids import CallId, RunId
@@ -30,6 +29,7 @@ from domain.session.events import (
     SessionOpened,
     ToolReceiptRecorded,
 )
+from domain.topics import EVENT_TYPES
 from domain.values.conversation import ChatMessage, MessageRole, ToolCallRequest
 from tests import strategies
 
