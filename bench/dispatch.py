@@ -55,7 +55,8 @@ from adapters.settings.config_file import Config  # noqa: E402
 from adapters.settings.journal import Durability, JournalSettings  # noqa: E402
 from adapters.wiring.tools import first_party_tools, pipeline_policy  # noqa: E402
 from domain.ids import CallId  # noqa: E402
-from domain.session.values import OutcomeCategory, ToolCallRequest  # noqa: E402
+from domain.values.conversation import ToolCallRequest  # noqa: E402
+from domain.values.receipts import OutcomeCategory  # noqa: E402
 
 SESSIONS = 16
 BLOCKS = 10

@@ -32,7 +32,8 @@ from domain.base import Aggregate
 from domain.ids import RunId, SessionId
 from domain.session.aggregate import Session
 from domain.session.opening import SessionOpening
-from domain.session.values import Audience, ChatMessage, SessionKind
+from domain.values.audience import Audience, SessionKind
+from domain.values.conversation import ChatMessage
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BLOCKS = 20

@@ -68,23 +68,17 @@ from adapters.settings.journal import Durability, JournalSettings  # noqa: E402
 from domain.ids import AttemptId, CallId, RunId, SessionId  # noqa: E402
 from domain.session.aggregate import Session  # noqa: E402
 from domain.session.opening import SessionOpening  # noqa: E402
-from domain.session.values import (  # noqa: E402
+from domain.values.audience import Audience, SessionKind  # noqa: E402
+from domain.values.authorization import (  # noqa: E402
     ApprovalMode,
     ApprovalVerdict,
-    Audience,
-    ChatMessage,
     DenialCategory,
-    FileActivity,
     FileOperation,
-    MessageRole,
-    OutcomeCategory,
     PolicyDecision,
-    RemediationCode,
-    RunEndReason,
-    SessionKind,
-    ToolCallRequest,
-    ToolReceipt,
 )
+from domain.values.conversation import ChatMessage, MessageRole, ToolCallRequest  # noqa: E402
+from domain.values.receipts import FileActivity, OutcomeCategory, RemediationCode, ToolReceipt  # noqa: E402
+from domain.values.runs import RunEndReason  # noqa: E402
 from projections.contract import Projection  # noqa: E402
 from projections.registry import ALL_PROJECTIONS  # noqa: E402
 

@@ -28,16 +28,9 @@ from adapters.journal.reader import JournalReader
 from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.session.aggregate import Session
 from domain.session.events import MessageAppended
-from domain.session.values import (
-    ChatMessage,
-    FileActivity,
-    FileOperation,
-    MessageRole,
-    OutcomeCategory,
-    PolicyDecision,
-    ToolCallRequest,
-    ToolReceipt,
-)
+from domain.values.authorization import FileOperation, PolicyDecision
+from domain.values.conversation import ChatMessage, MessageRole, ToolCallRequest
+from domain.values.receipts import FileActivity, OutcomeCategory, ToolReceipt
 
 BUILD_BATCH = 500
 """Events per save while the long session is built."""

@@ -21,15 +21,9 @@ from adapters.settings.journal import Durability, JournalSettings
 from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.session.aggregate import Session
 from domain.session.opening import SessionOpening
-from domain.session.values import (
-    Audience,
-    FileActivity,
-    FileOperation,
-    OutcomeCategory,
-    PolicyDecision,
-    SessionKind,
-    ToolReceipt,
-)
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import FileOperation, PolicyDecision
+from domain.values.receipts import FileActivity, OutcomeCategory, ToolReceipt
 
 RECEIPT = ToolReceipt(
     outcome=OutcomeCategory.SUCCESS,

@@ -29,8 +29,10 @@ import anyio
 from adapters.sandbox.launch import abi_version
 from adapters.settings.journal import Durability, JournalSettings
 from adapters.settings.tools import RootSetting, ShellSettings, ToolSettings
-from domain.session.values import Audience, FileOperation, OutcomeCategory
 from domain.shell.confinement import SandboxMode
+from domain.values.audience import Audience
+from domain.values.authorization import FileOperation
+from domain.values.receipts import OutcomeCategory
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:

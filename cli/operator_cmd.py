@@ -12,7 +12,7 @@ from adapters.control.methods import BadControlRequestError
 from adapters.wiring.home import current_home
 from cli import render, render_operator
 from cli.common import JSON_OPTION, expected_errors
-from domain.session.values import ApprovalScope, ApprovalVerdict
+from domain.values.authorization import ApprovalScope, ApprovalVerdict
 
 approvals_app = typer.Typer(help="List and decide the approvals running calls wait for.")
 devices_app = typer.Typer(help="Pair, list and revoke the devices that may use /mcp.")

@@ -8,7 +8,7 @@ from adapters.api import tool_calls
 from adapters.wiring.home import current_home
 from cli import render
 from cli.common import JSON_OPTION, expected_errors
-from domain.session.values import Audience
+from domain.values.audience import Audience
 
 INTERRUPTED = 130
 """The exit code of a command stopped by Ctrl-C, as shells report it."""

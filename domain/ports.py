@@ -18,7 +18,7 @@ from domain.devices.aggregate import DeviceRegistry
 from domain.ids import SessionId
 from domain.session.aggregate import Session
 from domain.session.opening import SessionOpening
-from domain.session.values import ChatMessage
+from domain.values.conversation import ChatMessage
 
 T = TypeVar("T")
 

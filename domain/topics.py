@@ -1,6 +1,6 @@
 """The closed list of event types and aggregates the journal may hold; domain layer.
 
-The journal adapter resolves stored topics only through this catalog, so an unknown topic
+The journal adapter resolves stored topics only through this closed list, so an unknown topic
 is an error rather than an import of arbitrary code.
 """
 

@@ -20,8 +20,9 @@ from domain.session.events import (
     PolicyEvaluated,
     ToolReceiptRecorded,
 )
-from domain.session.values import ApprovalVerdict, FileActivity, InputProblem, PolicyDecision
 from domain.shell.confinement import Confinement
+from domain.values.authorization import ApprovalVerdict, PolicyDecision
+from domain.values.receipts import FileActivity, InputProblem
 from projections.catalog import session_of
 from projections.contract import Batch, Position, Table
 

@@ -20,8 +20,8 @@ from domain.session.events import (
     CorrectionIssued,
     ToolReceiptRecorded,
 )
-from domain.session.values import ApprovalVerdict, DenialCategory
 from domain.tools.exposure import NO_SUCH_TOOL
+from domain.values.authorization import ApprovalVerdict, DenialCategory
 from projections.contract import Batch, Position, Table
 
 DAILY_STATS = Table(

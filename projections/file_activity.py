@@ -16,7 +16,7 @@ from domain.session.events import (
     CorrectionIssued,
     ToolReceiptRecorded,
 )
-from domain.session.values import OutcomeCategory
+from domain.values.receipts import OutcomeCategory
 from projections.catalog import session_of
 from projections.contract import Batch, Position, Table
 

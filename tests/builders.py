@@ -15,23 +15,18 @@ from domain.ports import Journal
 from domain.session.aggregate import Session
 from domain.session.events import ToolReceiptRecorded
 from domain.session.opening import SessionOpening
-from domain.session.values import (
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import (
     ApprovalMode,
     ApprovalScope,
     ApprovalVerdict,
-    Audience,
-    ChatMessage,
     DenialCategory,
-    FileActivity,
     FileOperation,
-    MessageRole,
-    OutcomeCategory,
     PolicyDecision,
-    RunEndReason,
-    SessionKind,
-    ToolCallRequest,
-    ToolReceipt,
 )
+from domain.values.conversation import ChatMessage, MessageRole, ToolCallRequest
+from domain.values.receipts import FileActivity, OutcomeCategory, ToolReceipt
+from domain.values.runs import RunEndReason
 
 
 def user_message(text: str) -> ChatMessage:

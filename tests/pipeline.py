@@ -23,14 +23,10 @@ from adapters.wiring.tools import first_party_tools, pipeline_policy
 from domain.ids import SessionId
 from domain.ports import Approver
 from domain.session.opening import SessionOpening
-from domain.session.values import (
-    ApprovalVerdict,
-    Audience,
-    FileOperation,
-    SessionKind,
-    ToolCallRequest,
-)
 from domain.tools.result import ToolResult
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import ApprovalVerdict, FileOperation
+from domain.values.conversation import ToolCallRequest
 from tests.builders import tool_call
 
 ALL = tuple(FileOperation)

@@ -40,32 +40,30 @@ from domain.session.events import (
     WriterClaimed,
 )
 from domain.session.opening import SessionOpening
-from domain.session.values import (
-    RAN_OUTCOMES,
-    RECENT_FILES_LIMIT,
+from domain.shell.confinement import Confinement, SandboxMode
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import (
     ApprovalMode,
     ApprovalScope,
     ApprovalVerdict,
-    Audience,
-    CancelReason,
-    ChatMessage,
     DenialCategory,
-    FileActivity,
     FileOperation,
-    InputProblem,
-    MessageRole,
-    OutcomeCategory,
     PolicyDecision,
+)
+from domain.values.conversation import ChatMessage, MessageRole, ToolCallRequest
+from domain.values.receipts import (
+    RAN_OUTCOMES,
+    CancelReason,
+    FileActivity,
+    InputProblem,
+    OutcomeCategory,
     RecordedArguments,
     RemediationCode,
-    RunEndReason,
-    SessionCloseReason,
-    SessionKind,
     ShellRun,
-    ToolCallRequest,
     ToolReceipt,
 )
-from domain.shell.confinement import Confinement, SandboxMode
+from domain.values.runs import RunEndReason, SessionCloseReason
+from domain.values.storage import RECENT_FILES_LIMIT
 
 IdT = TypeVar("IdT", bound=OpaqueId)
 

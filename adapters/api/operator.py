@@ -24,7 +24,7 @@ from domain.devices.errors import UnknownDeviceError
 from domain.id_prefixes import by_prefix
 from domain.ids import DeviceId
 from domain.ports import Clock, Journal
-from domain.session.values import ApprovalScope, ApprovalVerdict
+from domain.values.authorization import ApprovalScope, ApprovalVerdict
 
 DAEMON = "daemon"
 

@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from adapters.api.filters import Filters, Where, day_start
 from adapters.api.read_models import ReadModels, Rows
-from domain.session.values import DenialCategory
 from domain.tools.exposure import NO_SUCH_TOOL
+from domain.values.authorization import DenialCategory
 from projections.daily_stats import UNKNOWN_TOOL
 
 

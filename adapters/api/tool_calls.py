@@ -24,10 +24,12 @@ from adapters.wiring.home import home_config, open_journal, open_reader
 from adapters.wiring.tools import command_line_approver, first_party_tools, pipeline_policy
 from adapters.wiring.tools import dispatcher as build_dispatcher
 from domain.ids import CallId, SessionId
-from domain.session.values import Audience, CancelReason, RunEndReason
 from domain.tools.definition import ToolDefinition
 from domain.tools.exposure import Visibility, exposure
 from domain.tools.result import ToolResult
+from domain.values.audience import Audience
+from domain.values.receipts import CancelReason
+from domain.values.runs import RunEndReason
 
 
 @dataclass(frozen=True)

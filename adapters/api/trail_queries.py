@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from adapters.api.filters import Filters, Where, choice
 from adapters.api.read_models import ReadModels, Rows
-from domain.session.values import FileOperation
+from domain.values.authorization import FileOperation
 from projections.file_activity import SHELL_CANDIDATE
 
 DECISIONS = ("pending", "allowed", "denied", "corrected", "not_run")

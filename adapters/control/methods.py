@@ -16,7 +16,7 @@ from adapters.control.plane import ControlMethod
 from adapters.runtime.approvals import Pending, PendingApprovals
 from adapters.security.pairing import PairingCodes
 from domain.errors import LedgerclawError
-from domain.session.values import ApprovalScope, ApprovalVerdict
+from domain.values.authorization import ApprovalScope, ApprovalVerdict
 
 CLI_DECIDER = "cli (local control)"
 M = TypeVar("M", bound=BaseModel)

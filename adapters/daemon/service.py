@@ -50,7 +50,7 @@ from adapters.settings.config_file import Config
 from domain.errors import LedgerclawError
 from domain.ids import DeviceId
 from domain.ports import Journal
-from domain.session.values import SessionCloseReason
+from domain.values.runs import SessionCloseReason
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from adapters.errors import HomeError
 from domain.ids import RunId, SessionId
 from domain.ports import Journal
 from domain.session.errors import StorageAlreadyBoundError
-from domain.session.values import SessionKind
+from domain.values.audience import SessionKind
 
 LAYOUT_VERSION = 1
 SESSIONS_DIR = "sessions"

@@ -50,7 +50,7 @@ from domain.ports import BatchOutcome, Clock
 from domain.session.aggregate import Session
 from domain.session.events import MessageAppended
 from domain.session.opening import SessionOpening
-from domain.session.values import ChatMessage
+from domain.values.conversation import ChatMessage
 
 T = TypeVar("T")
 A = TypeVar("A", bound=Aggregate)

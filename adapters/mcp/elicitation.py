@@ -16,7 +16,7 @@ from mcp.server.context import ServerRequestContext
 from adapters.runtime.approvals import Elicitor
 from adapters.runtime.session_host import Caller
 from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
-from domain.session.values import ApprovalScope, ApprovalVerdict
+from domain.values.authorization import ApprovalScope, ApprovalVerdict
 
 ONCE = "approve once"
 SESSION = "approve for this session"

@@ -33,9 +33,11 @@ from adapters.mcp.progress import progress_for
 from adapters.runtime.approvals import CALL_ELICITOR, CALL_PROGRESS
 from adapters.runtime.session_host import Caller, HostedSession, NotAdmittingError, SessionHost
 from domain.errors import LedgerclawError
-from domain.session.values import DenialCategory, SessionCloseReason, ToolName
 from domain.tools.definition import ToolDefinition
 from domain.tools.result import ToolResult
+from domain.values.authorization import DenialCategory
+from domain.values.conversation import ToolName
+from domain.values.runs import SessionCloseReason
 
 log = logging.getLogger(__name__)
 SERVER_NAME = "ledgerclaw"

@@ -18,26 +18,22 @@ from adapters.tools.contract import BoundTarget, CallAssessment, Tool
 from domain.authorization.approvals import ApprovalRequest, covering_grant, grant_key
 from domain.ids import AttemptId
 from domain.session.aggregate import Session
-from domain.session.values import (
-    ApprovalMode,
-    AttemptEnd,
-    Audience,
-    DenialCategory,
-    FileActivity,
-    FileOperation,
-    InputProblem,
-    OutcomeCategory,
-    PolicyDecision,
-    RecordedArguments,
-    RemediationCode,
-    SessionKind,
-    ToolCallRequest,
-    ToolReceipt,
-)
 from domain.tools.exposure import NO_SUCH_TOOL, Visibility
 from domain.tools.output import redact, redact_path
 from domain.tools.remediation import present
 from domain.tools.result import ToolResult
+from domain.values.attempts import AttemptEnd
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import ApprovalMode, DenialCategory, FileOperation, PolicyDecision
+from domain.values.conversation import ToolCallRequest
+from domain.values.receipts import (
+    FileActivity,
+    InputProblem,
+    OutcomeCategory,
+    RecordedArguments,
+    RemediationCode,
+    ToolReceipt,
+)
 
 RULE_LIMIT = 200
 DETAIL_LIMIT = 2000

@@ -10,9 +10,10 @@ from adapters.fs.envelope import Envelope
 from adapters.settings.tools import RootSetting
 from domain.authorization.roots import ProtectedPaths, TrustedRoot
 from domain.ids import RunId, SessionId
-from domain.session.values import Audience, SessionKind, WorkingContext
 from domain.tools.exposure import ExposurePolicy
 from domain.tools.output import INLINE_LIMIT
+from domain.values.audience import Audience, SessionKind
+from domain.values.storage import WorkingContext
 
 
 @dataclass

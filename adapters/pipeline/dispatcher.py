@@ -37,29 +37,29 @@ from domain.authorization.path_access import PathAccessDecision
 from domain.ids import AttemptId, CallId, SpillId
 from domain.ports import Approver
 from domain.session.aggregate import Session
-from domain.session.values import (
-    ApprovalScope,
-    ApprovalVerdict,
-    AttemptEnd,
-    AttemptStatus,
-    Audience,
-    CancelReason,
-    DenialCategory,
-    FileOperation,
-    InputProblem,
-    OutcomeCategory,
-    RecordedArguments,
-    RemediationCode,
-    SessionKind,
-    ToolCallRequest,
-    ToolReceipt,
-)
 from domain.tools.arguments import record_arguments
 from domain.tools.concurrency import batches
 from domain.tools.exposure import Visibility, exposure, visibility
 from domain.tools.output import bound, redact, spill_notice
 from domain.tools.remediation import present
 from domain.tools.result import ToolResult
+from domain.values.attempts import AttemptEnd, AttemptStatus
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import (
+    ApprovalScope,
+    ApprovalVerdict,
+    DenialCategory,
+    FileOperation,
+)
+from domain.values.conversation import ToolCallRequest
+from domain.values.receipts import (
+    CancelReason,
+    InputProblem,
+    OutcomeCategory,
+    RecordedArguments,
+    RemediationCode,
+    ToolReceipt,
+)
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

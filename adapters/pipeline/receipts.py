@@ -13,7 +13,8 @@ from pydantic import ValidationError
 
 from adapters.tools.contract import ToolOutput
 from domain.ids import SpillId
-from domain.session.values import (
+from domain.tools.output import redact
+from domain.values.receipts import (
     INPUT_PROBLEMS_LIMIT,
     RAN_OUTCOMES,
     InputProblem,
@@ -21,7 +22,6 @@ from domain.session.values import (
     RemediationCode,
     ToolReceipt,
 )
-from domain.tools.output import redact
 
 
 def receipt_of(output: ToolOutput, spill_id: SpillId | None, secrets: Iterable[str]) -> ToolReceipt:

@@ -16,8 +16,8 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from domain.ids import CallId
-from domain.session.values import ToolCallRequest
 from domain.text import MAX_DEPTH
+from domain.values.conversation import ToolCallRequest
 
 TOO_DEEP = f"nest deeper than {MAX_DEPTH} levels"
 """Why arguments nested too deeply are refused, however deep they are."""

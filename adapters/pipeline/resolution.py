@@ -31,7 +31,8 @@ from domain.authorization.roots import (
     TrustedRoot,
     roots_for,
 )
-from domain.session.values import Audience, DenialCategory, FileOperation
+from domain.values.audience import Audience
+from domain.values.authorization import DenialCategory, FileOperation
 
 
 @dataclass(frozen=True)

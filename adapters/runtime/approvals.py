@@ -24,7 +24,7 @@ from domain.errors import LedgerclawError
 from domain.id_prefixes import by_prefix
 from domain.ids import SessionId
 from domain.ports import Clock
-from domain.session.values import ApprovalScope, ApprovalVerdict
+from domain.values.authorization import ApprovalScope, ApprovalVerdict
 
 log = logging.getLogger(__name__)
 PROGRESS_INTERVAL_SECONDS = 5.0

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import anyio.to_thread
 
 from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
-from domain.session.values import ApprovalVerdict
+from domain.values.authorization import ApprovalVerdict
 
 
 class StandingApprover:

@@ -22,7 +22,8 @@ from adapters.projections.runner import ProjectionRunner
 from domain.ids import SessionId
 from domain.ports import Journal
 from domain.session.aggregate import Session
-from domain.session.values import AttemptStatus, SessionCloseReason
+from domain.values.attempts import AttemptStatus
+from domain.values.runs import SessionCloseReason
 
 log = logging.getLogger(__name__)
 HOSTED_PREFIX = "mcp-"

@@ -10,7 +10,8 @@ from domain.ids import RunId, SessionId
 from domain.ports import Journal
 from domain.session.aggregate import Session
 from domain.session.opening import SessionOpening
-from domain.session.values import Audience, RunEndReason, SessionKind
+from domain.values.audience import Audience, SessionKind
+from domain.values.runs import RunEndReason
 
 
 def begin_run(  # noqa: PLR0913 - a new session's opening facts are keyword-only

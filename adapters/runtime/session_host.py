@@ -30,15 +30,13 @@ from domain.errors import LedgerclawError
 from domain.ids import CallId, SessionId
 from domain.ports import Journal
 from domain.session.aggregate import Session
-from domain.session.values import (
-    AttemptState,
-    Audience,
-    CancelReason,
-    SessionCloseReason,
-    ToolCallRequest,
-)
 from domain.tools.definition import ToolDefinition
 from domain.tools.result import ToolResult
+from domain.values.attempts import AttemptState
+from domain.values.audience import Audience
+from domain.values.conversation import ToolCallRequest
+from domain.values.receipts import CancelReason
+from domain.values.runs import SessionCloseReason
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from adapters.sandbox import launch
 from adapters.settings.tools import ShellSettings
-from domain.session.values import Audience
 from domain.shell.confinement import SandboxMode, missing_features, refusal
+from domain.values.audience import Audience
 
 
 def sandbox_state(shell: ShellSettings, abi: int | None = None) -> str:

@@ -18,7 +18,7 @@ import orjson
 
 from adapters.sandbox import launch
 from domain.authorization.roots import TrustedRoot
-from domain.session.values import FileOperation
+from domain.values.authorization import FileOperation
 
 READ = launch.EXECUTE | launch.READ_FILE | launch.READ_DIR
 WRITE = (

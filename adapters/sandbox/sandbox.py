@@ -16,8 +16,8 @@ from pathlib import Path
 from adapters.sandbox import launch
 from adapters.sandbox.ruleset import Reach, Ruleset, RulesetError, build_ruleset
 from domain.authorization.roots import TrustedRoot
-from domain.session.values import Audience
 from domain.shell.confinement import Confinement, SandboxMode, missing_features, refusal
+from domain.values.audience import Audience
 
 LAUNCHER = str(Path(launch.__file__).resolve())
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domain.session.values import Audience
+from domain.values.audience import Audience
 
 DEFAULT_PORT = 7431
 

@@ -10,9 +10,10 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from domain.authorization.facts import canonical
-from domain.session.values import ApprovalMode, Audience, FileOperation
 from domain.shell.confinement import SandboxMode
 from domain.shell.policy import Phrase
+from domain.values.audience import Audience
+from domain.values.authorization import ApprovalMode, FileOperation
 
 DEFAULT_SHELL_TIMEOUT = 60
 MIN_SECRET_LENGTH = 4

@@ -41,7 +41,7 @@ from adapters.security.pairing import TokenAuthenticator
 from adapters.settings.config_file import Config
 from adapters.stdio.stdin import StdinLines, stdin_claimed
 from adapters.tools.session_tools import SetWorkingDirectory
-from domain.session.values import SessionCloseReason
+from domain.values.runs import SessionCloseReason
 
 log = logging.getLogger(__name__)
 SET_WORKING_DIRECTORY = SetWorkingDirectory.definition.name

@@ -18,19 +18,18 @@ from domain.authorization.path_access import PathAccessDecision
 from domain.authorization.roots import ProtectedPaths, TrustedRoot
 from domain.base import Value
 from domain.ids import CallId, RunId, SessionId
-from domain.session.values import (
-    Audience,
-    DenialCategory,
+from domain.shell.confinement import Confinement
+from domain.tools.definition import ToolDefinition
+from domain.tools.exposure import Visibility
+from domain.values.audience import Audience
+from domain.values.authorization import DenialCategory, FileOperation
+from domain.values.receipts import (
     FileActivity,
-    FileOperation,
     InputProblem,
     OutcomeCategory,
     RemediationCode,
     ShellRun,
 )
-from domain.shell.confinement import Confinement
-from domain.tools.definition import ToolDefinition
-from domain.tools.exposure import Visibility
 
 MAX_ARGUMENT_TEXT = 1_000_000
 """No single argument string may be larger than this many characters."""

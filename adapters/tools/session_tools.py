@@ -14,9 +14,11 @@ from typing import ClassVar
 from pydantic import Field
 
 from adapters.tools.contract import Arguments, CallAssessment, PathTarget, ToolOutput, ToolRun
-from domain.session.values import FileOperation, OutcomeCategory, ToolName
 from domain.tools.definition import Concurrency, Loading, ToolDefinition, ToolEffects
 from domain.tools.output import WINDOW_LIMIT
+from domain.values.authorization import FileOperation
+from domain.values.conversation import ToolName
+from domain.values.receipts import OutcomeCategory
 
 MAX_CALL_ID = 128
 CALL_ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,128}$"

@@ -23,19 +23,12 @@ from pydantic import Field
 
 from adapters.sandbox.sandbox import Sandbox, SandboxRefusedError
 from adapters.tools.contract import Arguments, CallAssessment, PathTarget, ToolOutput, ToolRun
-from domain.session.values import (
-    SHELL_CANDIDATES_LIMIT,
-    ApprovalMode,
-    Audience,
-    DenialCategory,
-    FileOperation,
-    InputProblem,
-    OutcomeCategory,
-    ShellRun,
-)
 from domain.shell.policy import ShellPolicy, assess_command
 from domain.tools.definition import Concurrency, Loading, ToolDefinition, ToolEffects
 from domain.tools.output import REDACTED, redact, redact_cut, redact_path
+from domain.values.audience import Audience
+from domain.values.authorization import ApprovalMode, DenialCategory, FileOperation
+from domain.values.receipts import SHELL_CANDIDATES_LIMIT, InputProblem, OutcomeCategory, ShellRun
 
 SHELL = "/bin/sh"
 MAX_COMMAND = 65_536

@@ -28,9 +28,10 @@ from adapters.tools.shell import ShellExecute
 from domain.authorization.facts import canonical
 from domain.authorization.roots import ProtectedPaths
 from domain.ports import Approver, Journal
-from domain.session.values import ApprovalVerdict, Audience
 from domain.shell.policy import ShellPolicy
 from domain.tools.exposure import AudienceTools, ExposurePolicy
+from domain.values.audience import Audience
+from domain.values.authorization import ApprovalVerdict
 
 
 def protected_paths(home: Home) -> ProtectedPaths:

@@ -8,14 +8,9 @@ from domain.authorization.facts import is_within
 from domain.base import Value
 from domain.ids import AttemptId, CallId, SessionId
 from domain.paths import CanonicalPath
-from domain.session.values import (
-    ApprovalGrant,
-    ApprovalMode,
-    ApprovalScope,
-    ApprovalVerdict,
-    ToolName,
-)
 from domain.text import Detail, GrantKey, ShortText
+from domain.values.authorization import ApprovalGrant, ApprovalMode, ApprovalScope, ApprovalVerdict
+from domain.values.conversation import ToolName
 
 MAX_GRANT_KEY = 2000
 

@@ -19,7 +19,7 @@ from domain.authorization.facts import PathFacts, is_within
 from domain.authorization.roots import ProtectedPaths, TrustedRoot
 from domain.base import Value
 from domain.paths import CanonicalPath
-from domain.session.values import DenialCategory, FileOperation
+from domain.values.authorization import DenialCategory, FileOperation
 
 
 class PathAllowed(Value):

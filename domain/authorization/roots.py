@@ -7,7 +7,8 @@ from enum import StrEnum
 
 from domain.base import Value
 from domain.paths import CanonicalPath
-from domain.session.values import Audience, FileOperation
+from domain.values.audience import Audience
+from domain.values.authorization import FileOperation
 
 ALL_OPERATIONS = frozenset(FileOperation)
 READ_ONLY = frozenset({FileOperation.READ})

@@ -10,27 +10,26 @@ from typing import ClassVar
 from domain.base import Aggregate
 from domain.ids import AttemptId, CallId, RunId, SessionId, SpillId
 from domain.paths import CanonicalPath
-from domain.session.values import (
+from domain.shell.confinement import Confinement
+from domain.text import Detail, GrantKey, JsonArguments, ShortText, Text
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import (
     ApprovalMode,
     ApprovalScope,
     ApprovalVerdict,
-    Audience,
-    CancelReason,
-    ChatMessage,
     DenialCategory,
+    PolicyDecision,
+)
+from domain.values.conversation import ChatMessage, ToolName
+from domain.values.receipts import (
+    CancelReason,
     FileActivity,
     InputProblem,
     OutcomeCategory,
-    PolicyDecision,
     RemediationCode,
-    RunEndReason,
-    SessionCloseReason,
-    SessionKind,
     ShellRun,
-    ToolName,
 )
-from domain.shell.confinement import Confinement
-from domain.text import Detail, GrantKey, JsonArguments, ShortText, Text
+from domain.values.runs import RunEndReason, SessionCloseReason
 
 
 class SessionEvent(Aggregate.Event):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, dataclass
 
 from domain.ids import SessionId
-from domain.session.values import Audience, SessionKind
+from domain.values.audience import Audience, SessionKind
 
 
 @dataclass(frozen=True)

@@ -8,16 +8,11 @@ from pydantic import BaseModel, ConfigDict
 
 from domain.base import AggregateSnapshot, SnapshotState
 from domain.ids import AttemptId, CallId, RunId, SessionId, SpillId
-from domain.session.values import (
-    ApprovalGrant,
-    AttemptState,
-    Audience,
-    RunState,
-    SessionCloseReason,
-    SessionKind,
-    StorageBinding,
-    WorkingContext,
-)
+from domain.values.attempts import AttemptState
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import ApprovalGrant
+from domain.values.runs import RunState, SessionCloseReason
+from domain.values.storage import StorageBinding, WorkingContext
 
 
 class SessionFields(BaseModel):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
 
-from domain.shell.syntax import GLOB
+from domain.shell.words import GLOB
 
 
 def basename(word: str) -> str:

@@ -37,7 +37,8 @@ from domain.base import Value
 from domain.shell.argv import basename, invokes, options_and_operands, spells
 from domain.shell.links import link_targets
 from domain.shell.reviewed import reviewed_safe_phrase
-from domain.shell.syntax import Reading, read, rough_tokens, run_time_problem, tokens
+from domain.shell.syntax import Reading, read
+from domain.shell.tokens import rough_tokens, run_time_problem, tokens
 from domain.shell.wrappers import CHANGES_DIRECTORY, unwrap
 from domain.text import Text, check_text
 

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 
 from pydantic import JsonValue, ValidationError
 
-from domain.session.values import RecordedArguments
 from domain.tools.output import redact
+from domain.values.receipts import RecordedArguments
 
 VALUE_LIMIT = 1024
 """Bytes of one string value kept as it is."""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from domain.session.values import ToolCallRequest
 from domain.tools.definition import Concurrency
 from domain.tools.registry import ToolRegistry
+from domain.values.conversation import ToolCallRequest
 
 
 def batches(

@@ -8,8 +8,9 @@ from typing import Self
 from pydantic import Field, JsonValue, model_validator
 
 from domain.base import Value
-from domain.session.values import ApprovalMode, ToolName
 from domain.text import ShortText, Text
+from domain.values.authorization import ApprovalMode
+from domain.values.conversation import ToolName
 
 
 class Loading(StrEnum):

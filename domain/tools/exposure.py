@@ -11,10 +11,11 @@ from collections.abc import Iterable
 from pydantic import Field
 
 from domain.base import Value
-from domain.session.values import ApprovalMode, Audience
 from domain.text import ShortText
 from domain.tools.definition import Loading, ToolDefinition
 from domain.tools.registry import ToolRegistry
+from domain.values.audience import Audience
+from domain.values.authorization import ApprovalMode
 
 NO_SUCH_TOOL = "no such tool"
 """The detail of a `not_exposed` denial whose name no tool is registered under; journals

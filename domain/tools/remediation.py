@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Container
 
-from domain.session.values import RemediationCode
+from domain.values.receipts import RemediationCode
 
 INSTRUCTIONS: dict[RemediationCode, tuple[str, str]] = {
     RemediationCode.SET_WORKING_DIRECTORY: (

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from domain.base import Value
 from domain.ids import AttemptId, CallId, SpillId
-from domain.session.values import (
-    AttemptEnd,
-    DenialCategory,
-    OutcomeCategory,
-    RemediationCode,
-    ToolName,
-)
+from domain.values.attempts import AttemptEnd
+from domain.values.authorization import DenialCategory
+from domain.values.conversation import ToolName
+from domain.values.receipts import OutcomeCategory, RemediationCode
 
 
 class ToolResult(Value):

@@ -14,7 +14,7 @@ from domain.devices.aggregate import REGISTRY_ID
 from domain.ids import DeviceId, RunId, SessionId
 from domain.session.events import MessageAppended, SessionOpened
 from domain.session.opening import SessionOpening
-from domain.session.values import Audience, SessionKind
+from domain.values.audience import Audience, SessionKind
 from tests.builders import appending, start_and_claim, user_message
 from tests.contract.conftest import Logged
 

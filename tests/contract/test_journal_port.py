@@ -18,23 +18,18 @@ from domain.ports import Journal
 from domain.session.aggregate import Session
 from domain.session.errors import StaleWriterError, UnknownRunError
 from domain.session.opening import SessionOpening
-from domain.session.values import (
+from domain.values.attempts import AttemptEnd
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import (
     ApprovalMode,
     ApprovalVerdict,
-    AttemptEnd,
-    Audience,
-    ChatMessage,
     DenialCategory,
-    FileActivity,
     FileOperation,
-    MessageRole,
-    OutcomeCategory,
     PolicyDecision,
-    RunEndReason,
-    SessionKind,
-    ToolCallRequest,
-    ToolReceipt,
 )
+from domain.values.conversation import ChatMessage, MessageRole, ToolCallRequest
+from domain.values.receipts import FileActivity, OutcomeCategory, ToolReceipt
+from domain.values.runs import RunEndReason
 from tests.builders import open_main, open_with_writer, start_and_claim, user_message
 
 PAIRED_AT = datetime(2026, 1, 1, tzinfo=UTC)

@@ -18,9 +18,9 @@ from adapters.home import Home, ensure_home
 from adapters.pipeline.spills import spill_path
 from domain.ids import SpillId
 from domain.session.events import AuthorizationAttemptStarted, ToolReceiptRecorded
-from domain.session.values import InputProblem, OutcomeCategory
 from domain.tools.arguments import HEAD_LIMIT, VALUE_LIMIT
 from domain.tools.output import REDACTED
+from domain.values.receipts import InputProblem, OutcomeCategory
 from tests.pipeline import Pipeline, approving, make_pipeline
 
 SECRET = "tok-7f3a9c1e5b"

@@ -20,7 +20,7 @@ from cli.app import app
 from domain.ids import RunId, SessionId
 from domain.session.aggregate import Session
 from domain.session.opening import SessionOpening
-from domain.session.values import Audience, SessionKind
+from domain.values.audience import Audience, SessionKind
 from tests.builders import appending, start_and_claim, user_message, write_sample_session
 from tests.cli_runner import invoke, runner
 

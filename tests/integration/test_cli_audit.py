@@ -25,7 +25,7 @@ from adapters.api.queries import BadFilterError, Filters, parse_moment
 from adapters.runtime.runs import end_run
 from cli import render
 from domain.ids import AttemptId, SessionId
-from domain.session.values import ApprovalVerdict
+from domain.values.authorization import ApprovalVerdict
 from tests.cli_runner import invoke
 from tests.pipeline import approving, make_pipeline
 

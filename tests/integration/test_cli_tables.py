@@ -17,16 +17,9 @@ from cli.app import app
 from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.session.aggregate import Session
 from domain.session.opening import SessionOpening
-from domain.session.values import (
-    Audience,
-    DenialCategory,
-    FileActivity,
-    FileOperation,
-    OutcomeCategory,
-    PolicyDecision,
-    SessionKind,
-    ToolReceipt,
-)
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import DenialCategory, FileOperation, PolicyDecision
+from domain.values.receipts import FileActivity, OutcomeCategory, ToolReceipt
 from tests.builders import start_and_claim
 
 runner = CliRunner()

@@ -20,7 +20,7 @@ from adapters.journal.journal import EventJournal
 from adapters.runtime.approvals import PendingApprovals
 from domain.authorization.approvals import ApprovalRequest
 from domain.ids import AttemptId, CallId, DeviceId, SessionId
-from domain.session.values import ApprovalMode, ApprovalVerdict
+from domain.values.authorization import ApprovalMode, ApprovalVerdict
 from tests.fakes import FakeClock, InMemoryJournal
 
 NOON = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)

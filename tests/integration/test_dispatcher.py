@@ -29,19 +29,18 @@ from domain.session.events import (
     ToolSchemaLoaded,
     WorkingContextChanged,
 )
-from domain.session.values import (
+from domain.tools.exposure import ExposurePolicy
+from domain.values.attempts import AttemptEnd
+from domain.values.audience import Audience
+from domain.values.authorization import (
     ApprovalMode,
     ApprovalScope,
     ApprovalVerdict,
-    AttemptEnd,
-    Audience,
     DenialCategory,
     FileOperation,
-    OutcomeCategory,
     PolicyDecision,
-    RemediationCode,
 )
-from domain.tools.exposure import ExposurePolicy
+from domain.values.receipts import OutcomeCategory, RemediationCode
 from tests.pipeline import ALL, Pipeline, approving, make_pipeline
 
 E = TypeVar("E")

@@ -16,7 +16,8 @@ from domain.ids import SessionId
 from domain.session.aggregate import Session
 from domain.session.events import StorageBound, WorkingContextChanged
 from domain.session.opening import SessionOpening
-from domain.session.values import Audience, OutcomeCategory, SessionKind
+from domain.values.audience import Audience, SessionKind
+from domain.values.receipts import OutcomeCategory
 from tests.pipeline import make_pipeline
 
 

@@ -24,7 +24,7 @@ from adapters.journal.reader import JournalReader
 from adapters.projections.runner import ProjectionRunner
 from domain.ids import SessionId
 from domain.session.opening import SessionOpening
-from domain.session.values import Audience, SessionKind
+from domain.values.audience import Audience, SessionKind
 from projections.registry import ALL_PROJECTIONS
 from tests.builders import open_with_writer
 from tests.integration.sqlite_helpers import (

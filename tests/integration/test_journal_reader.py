@@ -12,7 +12,7 @@ from adapters.errors import (
 from adapters.journal.reader import JournalReader
 from domain.ids import DeviceId, SessionId
 from domain.session.opening import SessionOpening
-from domain.session.values import Audience, SessionKind
+from domain.values.audience import Audience, SessionKind
 from tests.builders import open_with_writer, user_message
 from tests.integration.sqlite_helpers import PAIRED_AT, make_foreign_database
 

@@ -11,7 +11,7 @@ from domain.ids import RunId, SessionId
 from domain.session.aggregate import Session
 from domain.session.errors import StaleWriterError
 from domain.session.opening import SessionOpening
-from domain.session.values import Audience, SessionKind
+from domain.values.audience import Audience, SessionKind
 from tests.builders import start_and_claim, user_message
 
 

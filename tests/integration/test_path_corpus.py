@@ -62,13 +62,10 @@ from domain.authorization.roots import (
     TrustedRoot,
 )
 from domain.session.events import AttemptDenied, ToolReceiptRecorded
-from domain.session.values import (
-    AttemptEnd,
-    Audience,
-    DenialCategory,
-    FileOperation,
-    OutcomeCategory,
-)
+from domain.values.attempts import AttemptEnd
+from domain.values.audience import Audience
+from domain.values.authorization import DenialCategory, FileOperation
+from domain.values.receipts import OutcomeCategory
 from tests.pipeline import Pipeline, make_pipeline
 
 ALLOWED = None

@@ -14,7 +14,7 @@ import pytest
 
 from adapters.projections.runner import ProjectionRunner
 from domain.ids import DeviceId
-from domain.session.values import ApprovalVerdict
+from domain.values.authorization import ApprovalVerdict
 from projections.authorization_audit import AuthorizationAudit
 from projections.daily_stats import DailyStats
 from projections.registry import ALL_PROJECTIONS

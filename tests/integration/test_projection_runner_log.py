@@ -13,7 +13,8 @@ from pathlib import Path
 from adapters.projections.runner import ProjectionRunner
 from domain.ids import RunId, SessionId
 from domain.session.opening import SessionOpening
-from domain.session.values import Audience, ChatMessage, MessageRole, SessionKind
+from domain.values.audience import Audience, SessionKind
+from domain.values.conversation import ChatMessage, MessageRole
 from projections.registry import ALL_PROJECTIONS
 from tests.builders import start_and_claim
 from tests.fakes import InMemoryEventLog, InMemoryJournal

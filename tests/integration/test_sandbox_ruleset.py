@@ -21,7 +21,7 @@ from adapters.sandbox.ruleset import (
 )
 from adapters.sandbox.sandbox import LAUNCHER
 from domain.authorization.roots import RootKind, TrustedRoot
-from domain.session.values import FileOperation
+from domain.values.authorization import FileOperation
 
 
 def _root(path: Path, *operations: FileOperation) -> TrustedRoot:

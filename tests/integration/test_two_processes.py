@@ -19,7 +19,8 @@ from adapters.journal.journal import SqliteJournal
 from adapters.journal.reader import JournalReader
 from domain.ids import RunId, SessionId
 from domain.session.opening import SessionOpening
-from domain.session.values import Audience, RunEndReason, SessionKind
+from domain.values.audience import Audience, SessionKind
+from domain.values.runs import RunEndReason
 from tests.builders import start_and_claim
 
 TIMEOUT = 60
@@ -34,7 +35,8 @@ from pathlib import Path
 from adapters.journal.journal import SqliteJournal
 from domain.ids import RunId, SessionId
 from domain.session.errors import StaleWriterError
-from domain.session.values import Audience, ChatMessage, MessageRole, SessionKind
+from domain.values.audience import Audience, SessionKind
+from domain.values.conversation import ChatMessage, MessageRole
 from domain.session.opening import SessionOpening
 
 STALE_WRITER_EXIT = 3

@@ -14,21 +14,17 @@ from hypothesis.stateful import MultipleResults, multiple, precondition, rule
 from domain.ids import AttemptId, CallId, SessionId
 from domain.session import errors
 from domain.session.aggregate import Session
-from domain.session.values import (
-    NOT_RUN_OUTCOMES,
-    RECENT_FILES_LIMIT,
+from domain.values.attempts import AttemptEnd, AttemptStatus
+from domain.values.audience import SessionKind
+from domain.values.authorization import (
     ApprovalMode,
     ApprovalScope,
     ApprovalVerdict,
-    AttemptEnd,
-    AttemptStatus,
     DenialCategory,
-    OutcomeCategory,
     PolicyDecision,
-    RemediationCode,
-    SessionKind,
-    ToolReceipt,
 )
+from domain.values.receipts import NOT_RUN_OUTCOMES, OutcomeCategory, RemediationCode, ToolReceipt
+from domain.values.storage import RECENT_FILES_LIMIT
 from tests import strategies
 from tests.properties.session_model import (
     ATTEMPTS,

@@ -13,16 +13,11 @@ from hypothesis.stateful import Bundle
 from domain.errors import DomainError
 from domain.ids import AttemptId, RunId, SessionId
 from domain.session import errors
-from domain.session.values import (
-    RECENT_ATTEMPTS_LIMIT,
-    RECENT_FILES_LIMIT,
-    AttemptEnd,
-    AttemptStatus,
-    RunEndReason,
-    SessionKind,
-    ToolReceipt,
-    WorkingContext,
-)
+from domain.values.attempts import RECENT_ATTEMPTS_LIMIT, AttemptEnd, AttemptStatus
+from domain.values.audience import SessionKind
+from domain.values.receipts import ToolReceipt
+from domain.values.runs import RunEndReason
+from domain.values.storage import RECENT_FILES_LIMIT, WorkingContext
 
 OPEN = (
     AttemptStatus.STARTED,

@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import JsonValue
 
-from domain.session.values import RecordedArguments
 from domain.tools.arguments import ARGUMENTS_LIMIT, WHOLE, compact_json, record_arguments
 from domain.tools.output import REDACTED
+from domain.values.receipts import RecordedArguments
 
 SECRETS = st.lists(
     st.text("abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=4, max_size=12).filter(

@@ -56,20 +56,19 @@ from domain.session.events import (
     PolicyEvaluated,
     ToolReceiptRecorded,
 )
-from domain.session.values import (
-    ApprovalMode,
-    ApprovalVerdict,
-    AttemptEnd,
-    DenialCategory,
-    FileOperation,
-    OutcomeCategory,
-    PolicyDecision,
-    RemediationCode,
-    ToolCallRequest,
-    WorkingContext,
-)
 from domain.tools.definition import Concurrency, ToolDefinition
 from domain.tools.result import ToolResult
+from domain.values.attempts import AttemptEnd
+from domain.values.authorization import (
+    ApprovalMode,
+    ApprovalVerdict,
+    DenialCategory,
+    FileOperation,
+    PolicyDecision,
+)
+from domain.values.conversation import ToolCallRequest
+from domain.values.receipts import OutcomeCategory, RemediationCode
+from domain.values.storage import WorkingContext
 from tests.builders import receipt_of, tool_call
 from tests.pipeline import ALL, Pipeline, make_pipeline
 

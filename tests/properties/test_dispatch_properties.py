@@ -32,15 +32,12 @@ from domain.session.events import (
     CorrectionIssued,
     ToolReceiptRecorded,
 )
-from domain.session.values import (
-    RECENT_FILES_LIMIT,
-    ApprovalVerdict,
-    AttemptEnd,
-    OutcomeCategory,
-    ToolCallRequest,
-    WorkingContext,
-)
 from domain.tools.result import ToolResult
+from domain.values.attempts import AttemptEnd
+from domain.values.authorization import ApprovalVerdict
+from domain.values.conversation import ToolCallRequest
+from domain.values.receipts import OutcomeCategory
+from domain.values.storage import RECENT_FILES_LIMIT, WorkingContext
 from tests.builders import receipt_of, tool_call
 from tests.pipeline import Pipeline, approving, make_pipeline
 

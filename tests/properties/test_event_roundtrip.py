@@ -29,8 +29,8 @@ from domain.session.events import (
     SessionOpened,
     ToolReceiptRecorded,
 )
-from domain.session.values import ChatMessage, MessageRole, ToolCallRequest
 from domain.topics import EVENT_TYPES
+from domain.values.conversation import ChatMessage, MessageRole, ToolCallRequest
 from tests import strategies
 
 MAPPER = CatalogMapper(transcoder=OrjsonTranscoder())

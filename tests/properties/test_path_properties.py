@@ -34,7 +34,7 @@ from domain.authorization.roots import (
     RootKind,
     TrustedRoot,
 )
-from domain.session.values import DenialCategory, FileOperation
+from domain.values.authorization import DenialCategory, FileOperation
 
 DIR_NAMES = ("a", "b", "c")
 FILE_NAMES = ("f", "g")

@@ -46,23 +46,18 @@ from domain.errors import DomainError
 from domain.ids import AttemptId, CallId, DeviceId, RunId, SessionId
 from domain.session.aggregate import Session
 from domain.session.opening import SessionOpening
-from domain.session.values import (
+from domain.values.attempts import AttemptStatus
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import (
     ApprovalMode,
     ApprovalScope,
     ApprovalVerdict,
-    AttemptStatus,
-    Audience,
-    ChatMessage,
     DenialCategory,
-    FileActivity,
-    MessageRole,
-    OutcomeCategory,
     PolicyDecision,
-    RemediationCode,
-    RunEndReason,
-    SessionKind,
-    ToolReceipt,
 )
+from domain.values.conversation import ChatMessage, MessageRole
+from domain.values.receipts import FileActivity, OutcomeCategory, RemediationCode, ToolReceipt
+from domain.values.runs import RunEndReason
 from projections.contract import Batch, Position, Projection
 from projections.registry import ALL_PROJECTIONS
 from tests import strategies

@@ -45,14 +45,11 @@ from domain.session.events import (
     WriterClaimed,
 )
 from domain.session.opening import SessionOpening
-from domain.session.values import (
-    AttemptStatus,
-    Audience,
-    ChatMessage,
-    RunEndReason,
-    SessionKind,
-    StorageBinding,
-)
+from domain.values.attempts import AttemptStatus
+from domain.values.audience import Audience, SessionKind
+from domain.values.conversation import ChatMessage
+from domain.values.runs import RunEndReason
+from domain.values.storage import StorageBinding
 from tests import strategies
 from tests.fakes import InMemoryJournal
 from tests.properties.attempt_rules import AttemptRulesMixin

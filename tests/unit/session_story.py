@@ -11,20 +11,10 @@ import pytest
 from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.session.aggregate import Session
 from domain.session.opening import SessionOpening
-from domain.session.values import (
-    ApprovalMode,
-    Audience,
-    ChatMessage,
-    DenialCategory,
-    FileActivity,
-    FileOperation,
-    MessageRole,
-    OutcomeCategory,
-    PolicyDecision,
-    RemediationCode,
-    SessionKind,
-    ToolReceipt,
-)
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import ApprovalMode, DenialCategory, FileOperation, PolicyDecision
+from domain.values.conversation import ChatMessage, MessageRole
+from domain.values.receipts import FileActivity, OutcomeCategory, RemediationCode, ToolReceipt
 from tests.story import Story
 
 SESSION = SessionId.from_uuid(UUID(int=1))

@@ -7,10 +7,10 @@ from pydantic import ValidationError
 
 from domain.ids import SpillId
 from domain.session.events import AuthorizationAttemptStarted, ToolReceiptRecorded
-from domain.session.values import (
+from domain.values.authorization import PolicyDecision
+from domain.values.receipts import (
     InputProblem,
     OutcomeCategory,
-    PolicyDecision,
     RecordedArguments,
     RemediationCode,
     ShellRun,

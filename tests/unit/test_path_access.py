@@ -16,7 +16,8 @@ from domain.authorization.roots import (
     TrustedRoot,
     roots_for,
 )
-from domain.session.values import ApprovalGrant, Audience, DenialCategory, FileOperation
+from domain.values.audience import Audience
+from domain.values.authorization import ApprovalGrant, DenialCategory, FileOperation
 
 ROOT = TrustedRoot(path="/work", real="/work", kind=RootKind.CONFIGURED, operations=ALL_OPERATIONS)
 DOCS = TrustedRoot(path="/docs", real="/docs", kind=RootKind.CONFIGURED, operations=READ_ONLY)

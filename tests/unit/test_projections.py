@@ -18,27 +18,27 @@ from domain.devices.aggregate import DeviceRegistry
 from domain.ids import AttemptId, CallId, DeviceId, RunId, SessionId
 from domain.session.aggregate import Session
 from domain.session.opening import SessionOpening
-from domain.session.values import (
+from domain.shell.confinement import Confinement, SandboxMode
+from domain.tools.exposure import NO_SUCH_TOOL
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import (
     ApprovalMode,
     ApprovalScope,
     ApprovalVerdict,
-    Audience,
     DenialCategory,
-    FileActivity,
     FileOperation,
+    PolicyDecision,
+)
+from domain.values.receipts import (
+    FileActivity,
     InputProblem,
     OutcomeCategory,
-    PolicyDecision,
     RecordedArguments,
     RemediationCode,
-    RunEndReason,
-    SessionCloseReason,
-    SessionKind,
     ShellRun,
     ToolReceipt,
 )
-from domain.shell.confinement import Confinement, SandboxMode
-from domain.tools.exposure import NO_SUCH_TOOL
+from domain.values.runs import RunEndReason, SessionCloseReason
 from projections import registry
 from projections.authorization_audit import AuthorizationAudit
 from projections.catalog import SessionCatalog

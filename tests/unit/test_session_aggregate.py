@@ -23,20 +23,12 @@ from domain.session.events import (
     WriterClaimed,
 )
 from domain.session.opening import SessionOpening
-from domain.session.values import (
-    ApprovalVerdict,
-    AttemptEnd,
-    Audience,
-    ChatMessage,
-    DenialCategory,
-    MessageRole,
-    PolicyDecision,
-    RunEndReason,
-    SessionCloseReason,
-    SessionKind,
-    StorageBinding,
-    ToolCallRequest,
-)
+from domain.values.attempts import AttemptEnd
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import ApprovalVerdict, DenialCategory, PolicyDecision
+from domain.values.conversation import ChatMessage, MessageRole, ToolCallRequest
+from domain.values.runs import RunEndReason, SessionCloseReason
+from domain.values.storage import StorageBinding
 from tests.unit.session_story import (
     ATTEMPT,
     CALL,

@@ -23,26 +23,25 @@ from domain.session.events import (
     WorkingContextChanged,
 )
 from domain.session.opening import SessionOpening
-from domain.session.values import (
-    RECENT_ATTEMPTS_LIMIT,
-    RECENT_FILES_LIMIT,
+from domain.values.attempts import RECENT_ATTEMPTS_LIMIT, AttemptEnd, AttemptStatus
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import (
     ApprovalGrant,
     ApprovalMode,
     ApprovalScope,
     ApprovalVerdict,
-    AttemptEnd,
-    AttemptStatus,
-    Audience,
-    CancelReason,
     DenialCategory,
-    FileActivity,
     FileOperation,
-    OutcomeCategory,
     PolicyDecision,
+)
+from domain.values.receipts import (
+    CancelReason,
+    FileActivity,
+    OutcomeCategory,
     RemediationCode,
-    SessionKind,
     ToolReceipt,
 )
+from domain.values.storage import RECENT_FILES_LIMIT
 from tests.unit.session_story import (
     ATTEMPT,
     ATTEMPT_COMMANDS,

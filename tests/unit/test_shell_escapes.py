@@ -17,7 +17,7 @@ from domain.shell.policy import (
     ShellPolicy,
     assess_command,
 )
-from domain.shell.syntax import MAX_CLUSTER_LETTERS
+from domain.shell.words import MAX_CLUSTER_LETTERS
 from tests.builders import nested_shell
 
 POLICY = ShellPolicy()

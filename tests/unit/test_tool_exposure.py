@@ -5,12 +5,14 @@ from __future__ import annotations
 import pytest
 
 from domain.ids import CallId
-from domain.session.values import ApprovalMode, Audience, ToolCallRequest
 from domain.tools.concurrency import batches
 from domain.tools.definition import Concurrency, Loading, ToolDefinition, ToolEffects
 from domain.tools.errors import DuplicateToolError, UnknownToolError
 from domain.tools.exposure import AudienceTools, ExposurePolicy, exposure, request_tools
 from domain.tools.registry import ToolRegistry
+from domain.values.audience import Audience
+from domain.values.authorization import ApprovalMode
+from domain.values.conversation import ToolCallRequest
 
 SCHEMA = {"type": "object", "properties": {}}
 

@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.session.values import RemediationCode
 from domain.tools.output import (
     INLINE_LIMIT,
     MIN_SECRET_PREFIX,
@@ -19,6 +18,7 @@ from domain.tools.output import (
     window,
 )
 from domain.tools.remediation import INSTRUCTIONS, present
+from domain.values.receipts import RemediationCode
 
 
 def test_every_exact_secret_is_redacted_longest_first() -> None:

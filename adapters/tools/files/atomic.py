@@ -15,7 +15,7 @@ from contextlib import suppress
 
 from adapters.tools.contract import BoundTarget, ToolOutput
 from adapters.tools.files.cancel import stop_if_cancelled
-from domain.session.values import OutcomeCategory
+from domain.values.receipts import OutcomeCategory
 
 CHUNK_BYTES = 1 << 20
 """How much one read asks for."""

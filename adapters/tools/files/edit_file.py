@@ -19,8 +19,9 @@ from adapters.tools.contract import (
 )
 from adapters.tools.files.atomic import atomic_replace, named_link_refusal, read_bounded, refusal
 from adapters.tools.files.revision import revision_of
-from domain.session.values import FileOperation, OutcomeCategory, RemediationCode
 from domain.tools.definition import ToolDefinition, ToolEffects
+from domain.values.authorization import FileOperation
+from domain.values.receipts import OutcomeCategory, RemediationCode
 
 MAX_EDIT_BYTES = 10 * 1024 * 1024
 """Files, and edit results, larger than this are refused."""

@@ -24,8 +24,9 @@ from adapters.tools.contract import (
 from adapters.tools.files.cancel import stop_if_cancelled
 from adapters.tools.files.globbing import compile_glob, glob_problem, printable
 from domain.authorization.path_access import PathAccessDecision, PathAllowed
-from domain.session.values import FileOperation, OutcomeCategory
 from domain.tools.definition import Concurrency, Loading, ToolDefinition, ToolEffects
+from domain.values.authorization import FileOperation
+from domain.values.receipts import OutcomeCategory
 
 MAX_ENTRIES = 100_000
 """One search visits at most this many directory entries."""

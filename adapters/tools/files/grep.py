@@ -34,9 +34,10 @@ from adapters.tools.files.find_files import (
 )
 from adapters.tools.files.globbing import compile_glob, glob_problem, printable
 from adapters.tools.files.patterns import PatternError, compile_regex
-from domain.session.values import FileOperation, OutcomeCategory
 from domain.tools.definition import Concurrency, ToolDefinition, ToolEffects
 from domain.tools.output import redact_cut
+from domain.values.authorization import FileOperation
+from domain.values.receipts import OutcomeCategory
 
 SEARCH_SECONDS = 10.0
 """Matching time one search may spend; a pattern that backtracks without end is stopped."""

@@ -22,8 +22,9 @@ from adapters.tools.contract import (
 )
 from adapters.tools.files.find_files import PathCheck
 from adapters.tools.files.globbing import printable
-from domain.session.values import FileOperation, OutcomeCategory
 from domain.tools.definition import Concurrency, ToolDefinition, ToolEffects
+from domain.values.authorization import FileOperation
+from domain.values.receipts import OutcomeCategory
 
 MAX_NAMES = 100_000
 """At most this many names are read from one directory; the sort covers only those."""

@@ -22,9 +22,10 @@ from adapters.tools.contract import (
 )
 from adapters.tools.files.atomic import open_regular, read_chunks, refusal
 from adapters.tools.files.revision import revision_of_chunks
-from domain.session.values import FileOperation, OutcomeCategory
 from domain.tools.definition import Concurrency, ToolDefinition, ToolEffects
 from domain.tools.output import redact_cut
+from domain.values.authorization import FileOperation
+from domain.values.receipts import OutcomeCategory
 
 MAX_CONTENT_BYTES = 10 * 1024 * 1024
 """At most this much line content is kept for one answer, whatever the file's size."""

@@ -26,8 +26,9 @@ from adapters.tools.files.atomic import (
     refusal,
 )
 from adapters.tools.files.revision import revision_of, revision_of_chunks
-from domain.session.values import FileOperation, OutcomeCategory, RemediationCode
 from domain.tools.definition import ToolDefinition, ToolEffects
+from domain.values.authorization import FileOperation
+from domain.values.receipts import OutcomeCategory, RemediationCode
 
 
 class WriteFileArguments(Arguments):

@@ -17,15 +17,10 @@ from adapters.runtime.recovery import recover_orphans
 from domain.ids import AttemptId, CallId, RunId, SessionId
 from domain.session.aggregate import Session
 from domain.session.opening import SessionOpening
-from domain.session.values import (
-    ApprovalMode,
-    AttemptEnd,
-    Audience,
-    PolicyDecision,
-    RunEndReason,
-    SessionCloseReason,
-    SessionKind,
-)
+from domain.values.attempts import AttemptEnd
+from domain.values.audience import Audience, SessionKind
+from domain.values.authorization import ApprovalMode, PolicyDecision
+from domain.values.runs import RunEndReason, SessionCloseReason
 from projections.registry import ALL_PROJECTIONS
 from tests.builders import start_and_claim
 

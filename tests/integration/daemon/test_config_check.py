@@ -13,7 +13,7 @@ import pytest
 from adapters.config.loading import check_config, check_secrets, load_config
 from adapters.errors import ConfigError, PersistenceNotConfigurableError
 from adapters.settings.daemon import DaemonSettings
-from domain.session.values import Audience
+from domain.values.audience import Audience
 from tests.cli_runner import invoke
 
 

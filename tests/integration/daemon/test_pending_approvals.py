@@ -15,7 +15,7 @@ from adapters.runtime.approvals import (
 from adapters.security.loopback import is_loopback_request
 from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
 from domain.ids import AttemptId, CallId, SessionId
-from domain.session.values import ApprovalMode, ApprovalScope, ApprovalVerdict
+from domain.values.authorization import ApprovalMode, ApprovalScope, ApprovalVerdict
 
 
 def request(grant_key: str = "write_file") -> ApprovalRequest:

@@ -15,7 +15,7 @@ from adapters.tools.files.list_directory import ListDirectory
 from adapters.tools.files.read_file import ReadFile
 from adapters.tools.files.revision import revision_of
 from adapters.tools.files.write_file import WriteFile
-from domain.session.values import OutcomeCategory
+from domain.values.receipts import OutcomeCategory
 from tests.integration.tools.tool_run import invoke
 
 

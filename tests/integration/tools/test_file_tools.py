@@ -21,8 +21,9 @@ from adapters.tools.files.read_file import ReadFile, ReadFileArguments
 from adapters.tools.files.revision import revision_of
 from adapters.tools.files.write_file import WriteFile, WriteFileArguments
 from domain.authorization.roots import ProtectedPaths
-from domain.session.values import FileActivity, FileOperation, OutcomeCategory, RemediationCode
 from domain.tools.definition import Concurrency, Loading
+from domain.values.authorization import FileOperation
+from domain.values.receipts import FileActivity, OutcomeCategory, RemediationCode
 from tests.integration.tools.tool_run import invoke, make_run
 
 MIB = 1024 * 1024

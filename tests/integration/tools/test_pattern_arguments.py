@@ -14,7 +14,9 @@ import pytest
 
 from adapters.tools.files.globbing import compile_glob
 from domain.session.events import ToolReceiptRecorded
-from domain.session.values import AttemptEnd, DenialCategory, OutcomeCategory
+from domain.values.attempts import AttemptEnd
+from domain.values.authorization import DenialCategory
+from domain.values.receipts import OutcomeCategory
 from tests.pipeline import ALL, Pipeline, make_pipeline
 
 NESTED_500 = "(" * 500 + "a" + ")" * 500

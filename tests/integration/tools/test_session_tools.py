@@ -25,10 +25,12 @@ from adapters.tools.session_tools import (
     ToolOutputReadArguments,
 )
 from domain.ids import CallId, RunId, SessionId
-from domain.session.values import Audience, FileOperation, OutcomeCategory
 from domain.tools.definition import Concurrency, Loading, ToolDefinition
 from domain.tools.exposure import ExposurePolicy, Visibility, visibility
 from domain.tools.output import window
+from domain.values.audience import Audience
+from domain.values.authorization import FileOperation
+from domain.values.receipts import OutcomeCategory
 from tests.integration.tools.tool_run import bind_target, path_check
 
 pytestmark = pytest.mark.anyio

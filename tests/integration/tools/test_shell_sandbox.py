@@ -16,8 +16,10 @@ from adapters.sandbox.launch import abi_version
 from adapters.settings.tools import NetworkAccess, RootSetting, ShellSettings, ToolSettings
 from adapters.tools.shell import ShellExecute
 from domain.session.events import ToolReceiptRecorded
-from domain.session.values import Audience, DenialCategory, FileOperation, OutcomeCategory
 from domain.shell.confinement import SandboxMode
+from domain.values.audience import Audience
+from domain.values.authorization import DenialCategory, FileOperation
+from domain.values.receipts import OutcomeCategory
 from tests.pipeline import Pipeline, approving, make_pipeline
 
 pytestmark = [

@@ -12,9 +12,10 @@ import pytest
 from adapters.tools.contract import CallAssessment, PathTarget, ToolOutput, ToolRun
 from adapters.tools.shell import CAPTURE_LIMIT, ShellArguments, ShellExecute
 from domain.ids import CallId, RunId, SessionId
-from domain.session.values import ApprovalMode, DenialCategory, FileOperation, OutcomeCategory
 from domain.shell.policy import ShellPolicy
 from domain.tools.definition import Concurrency, Loading
+from domain.values.authorization import ApprovalMode, DenialCategory, FileOperation
+from domain.values.receipts import OutcomeCategory
 from tests.integration.tools.tool_run import bind_target, path_check, trusted_root
 
 pytestmark = pytest.mark.anyio

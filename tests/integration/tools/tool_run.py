@@ -22,8 +22,8 @@ from domain.authorization.path_access import PathAccessDecision, PathAllowed, de
 from domain.authorization.relative_base import join_base
 from domain.authorization.roots import ALL_OPERATIONS, ProtectedPaths, RootKind, TrustedRoot
 from domain.ids import CallId, RunId, SessionId
-from domain.session.values import FileOperation
 from domain.tools.exposure import Visibility
+from domain.values.authorization import FileOperation
 
 TargetSpec = str | tuple[str, FileOperation]
 """A raw path (read) or a raw path with the operation it needs."""
