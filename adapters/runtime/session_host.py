@@ -38,6 +38,7 @@ from domain.session.values import (
     SessionKind,
     ToolCallRequest,
 )
+from domain.tools import endings
 from domain.tools.definition import ToolDefinition
 from domain.tools.result import ToolResult
 
@@ -339,15 +340,7 @@ class SessionHost:
         if attempt is None or attempt.end is None:
             msg = f"the call was not started: {why}"
             raise NotAdmittingError(msg)
-        return ToolResult(
-            call_id=request.call_id,
-            attempt_id=attempt.attempt_id,
-            tool_name=request.name,
-            text=f"Cancelled: {why}. The call was stopped; it is recorded as"
-            f" {attempt.outcome or attempt.end}.",
-            end=attempt.end,
-            outcome=attempt.outcome,
-        )
+        return endings.cancelled(request, attempt.attempt_id, why, attempt.end, attempt.outcome)
 
     def _admit(self, hosted: HostedSession) -> None:
         if not self.admitting:
