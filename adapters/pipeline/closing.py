@@ -1,4 +1,4 @@
-"""Journal commands that end an attempt the pipeline could not take to its receipt; adapters.
+"""Journal commands ending an attempt the pipeline could not take to a receipt; adapter layer.
 
 A call that is cancelled ends with a `cancelled` receipt (who cancelled it, when known). A
 call that failed inside the pipeline ends as `unknown` once it was allowed (it may have
