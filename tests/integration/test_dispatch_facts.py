@@ -22,14 +22,17 @@ import pytest
 from adapters.journal.writer import SessionWriter
 from adapters.pipeline.dispatcher import Dispatcher
 from adapters.pipeline.ports import SessionReads
+from adapters.runtime.runs import begin_run
 from domain.ids import SessionId
 from domain.session.aggregate import Session
 from domain.session.events import AuthorizationAttemptStarted
 from domain.session.values import (
     ApprovalMode,
     AttemptEnd,
+    Audience,
     DenialCategory,
     OutcomeCategory,
+    SessionKind,
 )
 from domain.tools.exposure import ExposurePolicy
 from tests.pipeline import ALL, Pipeline, approving, make_pipeline
@@ -173,6 +176,35 @@ async def test_no_journal_command_reads_the_filesystem(
         pipeline.close()
     assert [] == calls.inside
     assert calls.total > 0, "the filesystem calls were not watched"
+
+
+@pytest.mark.anyio
+async def test_a_subagents_calls_decide_from_facts_gathered_first(
+    tmp_path: Path, calls: FilesystemCalls
+) -> None:
+    """A subagent's project is its run's own; its commands read no filesystem either."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "inside.txt").write_text("inside\n")
+    pipeline = make_pipeline(tmp_path, roots=[(project, ALL)])
+    dispatcher = _watched(pipeline, calls)
+    try:
+        child_id = SessionId.new()
+        pipeline.journal.open_session(
+            child_id, "child", SessionKind.SUBAGENT, Audience.PERSONAL, pipeline.run.session_id
+        )
+        child = begin_run(pipeline.journal, pipeline.home.root, child_id)
+        declared = await dispatcher.call(
+            child, pipeline.request("set_working_directory", path=str(project))
+        )
+        assert OutcomeCategory.SUCCESS == declared.outcome, declared.text
+        result = await dispatcher.call(child, pipeline.request("read_file", path="inside.txt"))
+        assert OutcomeCategory.SUCCESS == result.outcome, result.text
+        assert "inside" in result.text
+    finally:
+        pipeline.close()
+    assert [] == calls.inside
+    assert calls.total > 0
 
 
 @pytest.mark.anyio
