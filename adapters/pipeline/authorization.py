@@ -17,7 +17,7 @@ from adapters.pipeline.context import PipelinePolicy, RunScope
 from adapters.pipeline.decoding import DecodedCall
 from adapters.pipeline.gathering import CallFacts
 from adapters.pipeline.resolution import PathScope, decide_targets, scope_of
-from adapters.tools.contract import BoundTarget, CallAssessment, Tool
+from adapters.tools.contract import BoundTarget, CallAssessment
 from domain.authorization.approvals import ApprovalRequest, covering_grant, grant_key
 from domain.session.aggregate import Session
 from domain.session.values import (
@@ -160,11 +160,11 @@ class Authorization:
         if not view.in_request:
             detail = f"{call.name} is deferred and has not been loaded."
             return self._correct(session, plan, RemediationCode.LOAD_TOOL, detail)
-        return self._paths(session, plan, self.tool)
+        return self._paths(session, plan)
 
-    def _paths(self, session: Session, plan: Plan, tool: Tool) -> Plan:
+    def _paths(self, session: Session, plan: Plan) -> Plan:
         facts = self.facts
-        assert facts is not None, tool  # noqa: S101 - gathered for every call with a tool
+        assert facts is not None  # noqa: S101 - gathered for every call with a tool
         if facts.failure is not None:
             raise facts.failure
         assert facts.assessment is not None  # noqa: S101 - set unless the assessment failed

@@ -177,12 +177,13 @@ class Dispatcher:
         while True:
             with anyio.CancelScope(shield=True):
                 facts = await self._gather(journal, decoded)
-            if facts is not None:
-                keep_run_facts(run, facts)
             authorization = Authorization(
                 self.policy, self._views, run, decoded, facts, can_ask=can_ask
             )
             plan = await journal.write(authorization)
+            if facts is not None and plan.scope is not None:
+                # The run's first call that checked paths read the roots for the whole run.
+                keep_run_facts(run, facts)
             if not plan.stale:
                 return authorization, plan
 

@@ -68,7 +68,8 @@ def gather_call(
     """Assess the call and read every path fact its decision needs; blocking, for a thread.
 
     `project` reads the project directory the session declares now. A run's roots and
-    protected paths are read on its first call; later calls reuse the run's.
+    protected paths are read until a call has checked paths with them (`keep_run_facts`);
+    later calls reuse the run's.
     """
     tool = decoded.tool
     assert tool is not None  # noqa: S101 - gathered only when needs_facts
@@ -90,6 +91,6 @@ def gather_call(
 
 
 def keep_run_facts(run: RunScope, facts: CallFacts) -> None:
-    """Keep the roots and protected paths a run's first call read, for its later calls."""
+    """Keep the roots and protected paths a call checked its paths with, for the run's rest."""
     if facts.paths is not None and (run.roots is None or run.protected is None):
         run.roots, run.protected = facts.paths.roots, facts.paths.protected
