@@ -34,6 +34,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import anyio
 from rich.console import Console
@@ -204,7 +205,10 @@ async def race(root: Path, durability: Durability, calls: int) -> dict[str, Figu
         }
         for name, block in cases.items():
             await block(WARMUP * (SESSIONS if name == "many" else 1), Figures())
-        writers = {name: dispatcher.writer for name, (dispatcher, _) in pipelines.items()}
+        writers = {
+            name: cast("SessionWriter", dispatcher.writer)
+            for name, (dispatcher, _) in pipelines.items()
+        }
         for writer in writers.values():
             writer.batches = writer.requests = 0  # count the timed calls only
         figures = {name: Figures() for name in cases}

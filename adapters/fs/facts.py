@@ -13,6 +13,8 @@ from collections import deque
 from pathlib import Path
 
 from domain.authorization.facts import LinkFact, PathFacts, canonical
+from domain.authorization.gathered import GatheredPath
+from domain.authorization.scope import ScopeFacts
 from domain.paths import MAX_PATH_LENGTH
 
 MAX_LINK_HOPS = 40
@@ -60,6 +62,27 @@ def gather_facts(absolute: str) -> PathFacts:
         exists=True,
         is_dir=stat.S_ISDIR(info.st_mode),
         identity=f"{info.st_dev}:{info.st_ino}",
+    )
+
+
+def gather_path(absolute: str) -> GatheredPath:
+    """The facts about one absolute path, or why no filesystem call could use it."""
+    try:
+        return GatheredPath(absolute=absolute, facts=gather_facts(absolute))
+    except ValueError as error:
+        return GatheredPath(absolute=absolute, facts=None, unusable=str(error))
+
+
+def gather_scope(workspace: Path, project: str | None) -> ScopeFacts:
+    """The facts about a call's project directory and workspace, read from the filesystem now."""
+    project_facts = None
+    if project is not None and os.path.isdir(project):
+        project_facts = gather_facts(project)
+    return ScopeFacts(
+        project=project,
+        project_facts=project_facts,
+        workspace=canonical(str(workspace)),
+        workspace_available=workspace.is_dir(),
     )
 
 

@@ -4,33 +4,31 @@ It runs inside the session's update, on the latest state, so the attempt's start
 decision are stored together in one transaction, before anything executes. It decides in
 this order: decoded arguments, exposure, the tool's own policy (shell hard deny), the relative
 base, every path, then approval (mode, reviewed-safe, standing grants, an approver at all).
+It reads nothing from the filesystem: it decides from the facts gathered for it beforehand
+(adapters/pipeline/gathering.py), and asks for them again when they no longer hold.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from adapters.pipeline.context import PipelinePolicy, RunScope
-from adapters.pipeline.resolution import PathScope, build_scope, resolve_targets, run_roots
-from adapters.tools.contract import BoundTarget, CallAssessment, Tool
+from adapters.pipeline.decoding import DecodedCall
+from adapters.pipeline.gathering import CallFacts
+from adapters.pipeline.resolution import PathScope, decide_targets, scope_of
+from adapters.tools.contract import BoundTarget, CallAssessment
 from domain.authorization.approvals import ApprovalRequest, covering_grant, grant_key
-from domain.ids import AttemptId
 from domain.session.aggregate import Session
+from domain.tools import endings
 from domain.tools.exposure import NO_SUCH_TOOL, Visibility
 from domain.tools.output import redact, redact_path
-from domain.tools.remediation import present
 from domain.tools.result import ToolResult
-from domain.values.attempts import AttemptEnd
 from domain.values.audience import Audience, SessionKind
 from domain.values.authorization import ApprovalMode, DenialCategory, FileOperation, PolicyDecision
-from domain.values.conversation import ToolCallRequest
 from domain.values.receipts import (
     FileActivity,
-    InputProblem,
     OutcomeCategory,
-    RecordedArguments,
     RemediationCode,
     ToolReceipt,
 )
@@ -92,32 +90,20 @@ class Plan:
     approval: ApprovalRequest | None = None
     report: ApprovalRequest | None = None
     mode: ApprovalMode | None = None
-
-
-@dataclass(frozen=True)
-class DecodedCall:
-    """One call as the pipeline received it: the request, its tool and decoded arguments."""
-
-    attempt_id: AttemptId
-    call: ToolCallRequest
-    tool: Tool | None
-    arguments: Any = None
-    decode_error: str = ""
-    problems: tuple[InputProblem, ...] = ()
-    """For arguments that did not decode: each field and its message, redacted."""
-    recorded: RecordedArguments | None = None
-    """The arguments as the attempt's start records them."""
+    stale: bool = False
+    """Set when the gathered facts no longer held: nothing was stored; gather them again."""
 
 
 class Authorization:
     """The authorization command of one call, run by the journal on the latest session."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the command's inputs, each from its own step
         self,
         policy: PipelinePolicy,
         views: Views,
         run: RunScope,
         decoded: DecodedCall,
+        facts: CallFacts | None = None,
         *,
         can_ask: bool,
     ) -> None:
@@ -131,6 +117,8 @@ class Authorization:
         self.decode_error = decoded.decode_error
         self.problems = decoded.problems
         self.recorded = decoded.recorded
+        self.facts = facts
+        """Gathered beforehand for a call whose tool is known and whose arguments decoded."""
         self.can_ask = can_ask
 
     # -- the command -----------------------------------------------------------------------
@@ -138,25 +126,28 @@ class Authorization:
     def __call__(self, session: Session) -> Plan:
         """Start the attempt and record its decision on `session`."""
         run_id, attempt_id, call = self.run.run_id, self.attempt_id, self.call
-        session.start_attempt(run_id, attempt_id, call.call_id, call.name, self.recorded)
-        views = self.views(session.audience, session.loaded_tools)
-        visible = frozenset(name for name, v in views.items() if v.in_request)
         context = (
             session.working_context
             if session.kind is SessionKind.MAIN
             else self.run.working_context
         )
+        project = context.project_directory
+        if self.facts is not None and not self.facts.holds_for(project):
+            return Plan(frozenset(), session.audience, project, session.loaded_tools, stale=True)
+        session.start_attempt(run_id, attempt_id, call.call_id, call.name, self.recorded)
+        views = self.views(session.audience, session.loaded_tools)
+        visible = frozenset(name for name, v in views.items() if v.in_request)
         plan = Plan(
             visible=visible,
             audience=session.audience,
-            project=context.project_directory,
+            project=project,
             loaded_tools=session.loaded_tools,
         )
         if self.decode_error:
             receipt = ToolReceipt(outcome=OutcomeCategory.INVALID_INPUT, problems=self.problems)
             session.record_receipt(run_id, attempt_id, receipt)
-            text = f"Invalid arguments for {call.name}: {self.decode_error}"
-            return self._ended(plan, text, AttemptEnd.RECEIPT, outcome=receipt.outcome)
+            plan.result = endings.invalid_input(call, attempt_id, self.decode_error)
+            return plan
         view = views.get(call.name)
         if self.tool is None or view is None:
             return self._deny(session, plan, DenialCategory.NOT_EXPOSED, "exposure", NO_SUCH_TOOL)
@@ -165,15 +156,22 @@ class Authorization:
         if not view.in_request:
             detail = f"{call.name} is deferred and has not been loaded."
             return self._correct(session, plan, RemediationCode.LOAD_TOOL, detail)
-        return self._paths(session, plan, self.tool)
+        return self._paths(session, plan)
 
-    def _paths(self, session: Session, plan: Plan, tool: Tool) -> Plan:
-        plan.assessment = assessment = tool.assess(self.arguments)
+    def _paths(self, session: Session, plan: Plan) -> Plan:
+        facts = self.facts
+        assert facts is not None  # noqa: S101 - gathered for every call with a tool
+        if facts.failure is not None:
+            raise facts.failure
+        assert facts.assessment is not None  # noqa: S101 - set unless the assessment failed
+        plan.assessment = assessment = facts.assessment
         if assessment.deny is not None:
             category, detail = assessment.deny
             return self._deny(session, plan, category, "tool policy", detail)
-        plan.scope = self.scope(plan)
-        resolution = resolve_targets(assessment.targets, plan.scope)
+        paths = facts.paths
+        assert paths is not None  # noqa: S101 - gathered for an assessment that does not deny
+        plan.scope = scope_of(plan.audience, paths.roots, paths.protected, paths.scope)
+        resolution = decide_targets(paths.targets, plan.scope)
         if resolution.no_base:
             return self._correct(session, plan, RemediationCode.SET_WORKING_DIRECTORY, NO_BASE)
         if resolution.denied is not None:
@@ -183,19 +181,6 @@ class Authorization:
             return self._deny(session, plan, denied.category, rule, denied.detail)
         plan.targets = resolution.bound
         return self._approval(session, plan)
-
-    def scope(self, plan: Plan) -> PathScope:
-        """The roots and base of this call, from the filesystem as it is now."""
-        if self.run.roots is None or self.run.protected is None:
-            self.run.roots = run_roots(self.run.envelope, self.policy.roots)
-            self.run.protected = self.policy.protection()
-        return build_scope(
-            plan.audience,
-            self.run.roots,
-            self.run.envelope.workspace,
-            plan.project,
-            self.run.protected,
-        )
 
     # -- approval --------------------------------------------------------------------------
 
@@ -313,21 +298,10 @@ class Authorization:
             denial=category,
             targets=_targets(plan, self.policy.secrets),
         )
-        text = f"Denied ({category}): {detail}"
-        return self._ended(plan, text, AttemptEnd.DENIED, denial=category)
+        plan.result = endings.denied(self.call, self.attempt_id, category, detail)
+        return plan
 
     def _correct(self, session: Session, plan: Plan, code: RemediationCode, detail: str) -> Plan:
         session.issue_correction(self.run.run_id, self.attempt_id, code, detail)
-        text = present(detail, code, plan.visible)
-        return self._ended(plan, text, AttemptEnd.CORRECTED, remediation=code)
-
-    def _ended(self, plan: Plan, text: str, end: AttemptEnd, **facts: Any) -> Plan:  # noqa: ANN401 - ToolResult fields
-        plan.result = ToolResult(
-            call_id=self.call.call_id,
-            attempt_id=self.attempt_id,
-            tool_name=self.call.name,
-            text=text,
-            end=end,
-            **facts,
-        )
+        plan.result = endings.corrected(self.call, self.attempt_id, code, detail, plan.visible)
         return plan

@@ -2,37 +2,34 @@
 
 The roots a call may use are rebuilt for every call from the filesystem as it is now:
 the session's envelope, the configured roots for its audience, and the declared project
-directory if it still passes DeclareProjectScope under those roots.
+directory if it still passes DeclareProjectScope under those roots. Reading the filesystem
+(`gather_targets`, `adapters/fs/facts.py`) and deciding from what was read (`scope_of`,
+`decide_targets`) are separate steps, so a decision can be made where nothing may block.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.fs.envelope import Envelope
-from adapters.fs.facts import expand_user, gather_facts, real_directory
+from adapters.fs.facts import expand_user, gather_path, gather_scope, real_directory
 from adapters.settings.tools import RootSetting
 from adapters.tools.contract import BoundTarget, PathTarget
 from domain.authorization.facts import canonical
-from domain.authorization.path_access import (
-    PathAccessDecision,
-    PathAllowed,
-    PathDenied,
-    decide_path,
-)
-from domain.authorization.relative_base import BaseCandidate, join_base, select_base
+from domain.authorization.gathered import GatheredPath, decide_gathered
+from domain.authorization.path_access import PathAccessDecision, PathDenied
+from domain.authorization.relative_base import join_base
 from domain.authorization.roots import (
     ALL_OPERATIONS,
     ProtectedPaths,
     RootKind,
     TrustedRoot,
-    roots_for,
 )
+from domain.authorization.scope import ScopeFacts, scope_roots
 from domain.values.audience import Audience
-from domain.values.authorization import DenialCategory, FileOperation
+from domain.values.authorization import FileOperation
 
 
 @dataclass(frozen=True)
@@ -49,16 +46,13 @@ class PathScope:
         A path the journal could not record exactly (not valid UTF-8, a NUL, too long) is
         denied rather than raised.
         """
-        try:
-            facts = gather_facts(absolute)
-        except ValueError as error:
-            return PathDenied(
-                path=absolute.encode("utf-8", "backslashreplace").decode("utf-8")[:4096],
-                operation=operation,
-                category=DenialCategory.INVALID_INPUT,
-                detail=f"unusable path: {error}"[:2000],
-            )
-        return decide_path(facts, operation, self.roots, self.protected)
+        return self.decide_gathered(gather_path(absolute), operation)
+
+    def decide_gathered(
+        self, gathered: GatheredPath, operation: FileOperation
+    ) -> PathAccessDecision:
+        """The path access decision for a path whose facts were already gathered."""
+        return decide_gathered(gathered, operation, self.roots, self.protected)
 
 
 def configured_roots(settings: Sequence[RootSetting]) -> list[TrustedRoot]:
@@ -92,6 +86,17 @@ def run_roots(envelope: Envelope, settings: Sequence[RootSetting]) -> tuple[Trus
     return (envelope_root, *configured_roots(settings))
 
 
+def scope_of(
+    audience: Audience,
+    base_roots: Sequence[TrustedRoot],
+    protected: ProtectedPaths,
+    facts: ScopeFacts,
+) -> PathScope:
+    """The scope of one call, decided from gathered facts alone."""
+    roots = scope_roots(audience, base_roots, protected, facts)
+    return PathScope(roots=roots, protected=protected, base=facts.base)
+
+
 def build_scope(
     audience: Audience,
     base_roots: Sequence[TrustedRoot],
@@ -100,32 +105,15 @@ def build_scope(
     protected: ProtectedPaths,
 ) -> PathScope:
     """The scope of one call: roots for the audience, project root if still valid, base."""
-    roots = base_roots
-    roots = list(roots_for(audience, roots))
-    # The project is the base whenever it is a directory; whether it still grants anything
-    # is a separate question, so a project that now leads outside denies its relative paths
-    # instead of silently falling back to the workspace.
-    project_available = project is not None and os.path.isdir(project)
-    if project is not None and project_available:
-        declared = decide_path(
-            gather_facts(project), FileOperation.DECLARE_PROJECT_SCOPE, roots, protected
-        )
-        if isinstance(declared, PathAllowed):
-            # The project grants what the root it was declared under grants, no more:
-            # declaring a project under a read-only root does not make it writable.
-            roots.append(
-                TrustedRoot(
-                    path=project,
-                    real=real_directory(project),
-                    kind=RootKind.PROJECT,
-                    operations=declared.root.operations,
-                )
-            )
-    base = select_base(
-        BaseCandidate(path=project, available=project_available),
-        BaseCandidate(path=canonical(str(workspace)), available=workspace.is_dir()),
-    )
-    return PathScope(roots=tuple(roots), protected=protected, base=base)
+    return scope_of(audience, base_roots, protected, gather_scope(workspace, project))
+
+
+@dataclass(frozen=True)
+class TargetFacts:
+    """One target of a call and its gathered path; None when it is relative and has no base."""
+
+    target: PathTarget
+    gathered: GatheredPath | None
 
 
 @dataclass(frozen=True)
@@ -137,14 +125,25 @@ class Resolution:
     no_base: bool = False
 
 
-def resolve_targets(targets: Sequence[PathTarget], scope: PathScope) -> Resolution:
-    """Check every target; the first denial decides, and no other base is ever tried."""
-    bound: list[BoundTarget] = []
+def gather_targets(targets: Sequence[PathTarget], base: str | None) -> tuple[TargetFacts, ...]:
+    """The facts of every target, read from the filesystem now; up to the first with no base."""
+    found: list[TargetFacts] = []
     for target in targets:
-        absolute = join_base(expand_user(target.raw), scope.base)
+        absolute = join_base(expand_user(target.raw), base)
+        found.append(TargetFacts(target, None if absolute is None else gather_path(absolute)))
         if absolute is None:
+            break
+    return tuple(found)
+
+
+def decide_targets(targets: Sequence[TargetFacts], scope: PathScope) -> Resolution:
+    """Check every gathered target; the first denial decides, and no other base is tried."""
+    bound: list[BoundTarget] = []
+    for found in targets:
+        target = found.target
+        if found.gathered is None:
             return Resolution(no_base=True)
-        decision = scope.decide(absolute, target.operation)
+        decision = scope.decide_gathered(found.gathered, target.operation)
         if isinstance(decision, PathDenied):
             return Resolution(denied=decision)
         bound.append(
@@ -157,3 +156,8 @@ def resolve_targets(targets: Sequence[PathTarget], scope: PathScope) -> Resoluti
             )
         )
     return Resolution(bound=tuple(bound))
+
+
+def resolve_targets(targets: Sequence[PathTarget], scope: PathScope) -> Resolution:
+    """Gather and check every target against `scope`, reading the filesystem now."""
+    return decide_targets(gather_targets(targets, scope.base), scope)

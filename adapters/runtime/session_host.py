@@ -30,6 +30,7 @@ from domain.errors import LedgerclawError
 from domain.ids import CallId, SessionId
 from domain.ports import Journal
 from domain.session.aggregate import Session
+from domain.tools import endings
 from domain.tools.definition import ToolDefinition
 from domain.tools.result import ToolResult
 from domain.values.attempts import AttemptState
@@ -328,15 +329,7 @@ class SessionHost:
         if attempt is None or attempt.end is None:
             msg = f"the call was not started: {why}"
             raise NotAdmittingError(msg)
-        return ToolResult(
-            call_id=request.call_id,
-            attempt_id=attempt.attempt_id,
-            tool_name=request.name,
-            text=f"Cancelled: {why}. The call was stopped; it is recorded as"
-            f" {attempt.outcome or attempt.end}.",
-            end=attempt.end,
-            outcome=attempt.outcome,
-        )
+        return endings.cancelled(request, attempt.attempt_id, why, attempt.end, attempt.outcome)
 
     def _admit(self, hosted: HostedSession) -> None:
         if not self.admitting:
