@@ -32,7 +32,9 @@ MAX_BATCH = 64
 @dataclass
 class _Request:
     session_id: SessionId
-    command: Callable[[Session], object]
+    command: Callable[[Session], object] | None
+    prepare: Callable[[], Callable[[Session], object]] | None = None
+    """Blocking work that yields the command: run in the commit's thread, before any lock."""
     outcome: BatchOutcome | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
 
@@ -53,6 +55,22 @@ class SessionWriter:
     async def update(self, session_id: SessionId, command: Callable[[Session], T]) -> T:
         """Run `command` on the latest session and commit what it triggered."""
         request = _Request(session_id, cast("Callable[[Session], object]", command))
+        return cast("T", await self._submit(request))
+
+    async def update_prepared(
+        self, session_id: SessionId, prepare: Callable[[], Callable[[Session], T]]
+    ) -> T:
+        """Run `prepare` in a worker thread, then the command it returns, and commit.
+
+        `prepare` does the blocking reads a command decides from (the filesystem, say)
+        outside the journal's stream locks and off the event loop; it runs in the same
+        worker thread as the batch's commit, so it costs no round trip of its own and the
+        batch still groups every waiting session.
+        """
+        prepared = cast("Callable[[], Callable[[Session], object]]", prepare)
+        return cast("T", await self._submit(_Request(session_id, None, prepared)))
+
+    async def _submit(self, request: _Request) -> object:
         self._queue.append(request)
         try:
             while request.outcome is None:
@@ -69,7 +87,7 @@ class SessionWriter:
             raise
         if request.outcome.error is not None:
             raise request.outcome.error
-        return cast("T", request.outcome.value)
+        return request.outcome.value
 
     async def session(self, session_id: SessionId) -> Session:
         """The latest session, read in a worker thread."""
@@ -92,18 +110,20 @@ class SessionWriter:
         return batch
 
     async def _commit(self, batch: list[_Request]) -> None:
-        requests = [(r.session_id, r.command) for r in batch]
         try:
-            if self.inline and all(self.journal.is_kept(r.session_id.as_uuid()) for r in batch):
+            prepared = any(r.prepare is not None for r in batch)
+            if (
+                not prepared
+                and self.inline
+                and all(self.journal.is_kept(r.session_id.as_uuid()) for r in batch)
+            ):
                 # Every session is in memory: the commit is a short insert and flush,
                 # cheaper here than a hop to a worker thread and back.
-                outcomes = self.journal.update_sessions(requests)
+                outcomes = self.journal.update_sessions(_commands(batch))
             else:
                 # Shielded: once a commit has started, its outcome must reach every waiter.
                 with anyio.CancelScope(shield=True):
-                    outcomes = await anyio.to_thread.run_sync(
-                        self.journal.update_sessions, requests
-                    )
+                    outcomes = await anyio.to_thread.run_sync(self._prepare_and_update, batch)
         except Exception as error:  # noqa: BLE001 - every waiter gets the failure, none hangs
             outcomes = [BatchOutcome(error=error) for _ in batch]
         self.batches += 1
@@ -111,3 +131,26 @@ class SessionWriter:
         for request, outcome in zip(batch, outcomes, strict=True):
             request.outcome = outcome
             request.done.set()
+
+    def _prepare_and_update(self, batch: list[_Request]) -> list[BatchOutcome]:
+        """Prepare the batch's commands, then commit them; a failed preparation fails alone."""
+        failed: dict[int, BatchOutcome] = {}
+        for index, request in enumerate(batch):
+            if request.prepare is not None:
+                try:
+                    request.command = request.prepare()
+                except Exception as error:  # noqa: BLE001 - its waiter gets the failure
+                    failed[index] = BatchOutcome(error=error)
+        ready = [request for index, request in enumerate(batch) if index not in failed]
+        committed = iter(self.journal.update_sessions(_commands(ready)) if ready else [])
+        return [
+            failed[index] if index in failed else next(committed) for index in range(len(batch))
+        ]
+
+
+def _commands(batch: list[_Request]) -> list[tuple[SessionId, Callable[[Session], object]]]:
+    commands = []
+    for request in batch:
+        assert request.command is not None  # noqa: S101 - prepared before it is committed
+        commands.append((request.session_id, request.command))
+    return commands

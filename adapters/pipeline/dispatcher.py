@@ -167,40 +167,47 @@ class Dispatcher:
     ) -> tuple[Authorization, Plan]:
         """Gather the call's facts, then decide and store its authorization from them.
 
-        The facts are read in a worker thread before the journal command runs, so the
-        command holds the session's lock without touching the filesystem. Facts gathered
-        for a project the session no longer declares are gathered again. Like the journal
-        write, the gathering is shielded: a call that got this far is authorized and
-        recorded whole, and a cancellation then ends its attempt as `cancelled`.
+        The facts are read in the writer's worker thread before the journal command takes
+        the session's lock (`SessionWriter.update_prepared`), so the command decides without
+        touching the filesystem, and the gathering shares the commit's thread and batch.
+        Facts gathered for a project the session no longer declares are gathered again.
+        Like the journal write, the gathering is shielded: a call that got this far is
+        authorized and recorded whole, and a cancellation then ends its attempt as
+        `cancelled`.
         """
         run = journal.run
         can_ask = self.approver is not None and self.approver.available()
         while True:
-            with anyio.CancelScope(shield=True):
-                facts = await self._gather(journal, decoded)
-            authorization = Authorization(
-                self.policy, self._views, run, decoded, facts, can_ask=can_ask
-            )
-            plan = await journal.write(authorization)
+            prepare = partial(self._prepare, journal, decoded, can_ask=can_ask)
+            authorization, facts, plan = await journal.write_prepared(prepare)
             if facts is not None and plan.scope is not None:
                 # The run's first call that checked paths read the roots for the whole run.
                 keep_run_facts(run, facts)
             if not plan.stale:
                 return authorization, plan
 
-    async def _gather(self, journal: RunJournal, decoded: DecodedCall) -> CallFacts | None:
+    def _prepare(
+        self, journal: RunJournal, decoded: DecodedCall, *, can_ask: bool
+    ) -> Callable[[Session], tuple[Authorization, CallFacts | None, Plan]]:
+        """Gather the call's facts (blocking, in the commit's worker thread); the command."""
+        facts = self._gather(journal, decoded)
+        authorization = Authorization(
+            self.policy, self._views, journal.run, decoded, facts, can_ask=can_ask
+        )
+        return lambda session: (authorization, facts, authorization(session))
+
+    def _gather(self, journal: RunJournal, decoded: DecodedCall) -> CallFacts | None:
         """The facts the call's authorization decides from; None when it needs none."""
         if not needs_facts(decoded):
             return None
         run = journal.run
-        # A main session's project is in its journal, read in the thread; a subagent's is
-        # the run's own.
+        # A main session's project is in its journal; a subagent's is the run's own.
         project: Callable[[], str | None] = (
             partial(journal.read, _project)
             if run.kind is SessionKind.MAIN
             else partial(_given, run.working_context.project_directory)
         )
-        return await anyio.to_thread.run_sync(gather_call, run, self.policy, decoded, project)
+        return gather_call(run, self.policy, decoded, project)
 
     async def _after_authorization(
         self, journal: RunJournal, authorization: Authorization, plan: Plan

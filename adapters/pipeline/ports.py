@@ -40,3 +40,9 @@ class SessionUpdates(Protocol):
     async def update(self, session_id: SessionId, command: Callable[[Session], T]) -> T:
         """Run `command` on the latest session and commit what it triggered."""
         ...
+
+    async def update_prepared(
+        self, session_id: SessionId, prepare: Callable[[], Callable[[Session], T]]
+    ) -> T:
+        """Run `prepare` off the event loop and outside any lock, then its command; commit."""
+        ...

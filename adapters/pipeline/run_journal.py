@@ -34,6 +34,12 @@ class RunJournal:
             result = await self.writer.update(self.run.session_id, command)
         return result  # noqa: RET504 - returned after the shield closes, as mypy needs
 
+    async def write_prepared(self, prepare: Callable[[], Callable[[Session], T]]) -> T:
+        """As `write`, the command made by `prepare` in a worker thread, outside any lock."""
+        with anyio.CancelScope(shield=True):
+            result = await self.writer.update_prepared(self.run.session_id, prepare)
+        return result  # noqa: RET504 - returned after the shield closes, as mypy needs
+
     def read(self, view: Callable[[Session], T]) -> T:
         """`view` of the session as last saved; blocking, for worker threads."""
         return self.writer.journal.read_session(self.run.session_id, view)

@@ -98,7 +98,15 @@ class WatchedWriter:
 
     async def update(self, session_id: SessionId, command: Callable[[Session], T]) -> T:
         """Run `command` through the real writer, counting what it reads from the disk."""
+        return await self.writer.update(session_id, self._watch(command))
 
+    async def update_prepared(
+        self, session_id: SessionId, prepare: Callable[[], Callable[[Session], T]]
+    ) -> T:
+        """Prepare freely (that is where the disk is read), then watch the command."""
+        return await self.writer.update_prepared(session_id, lambda: self._watch(prepare()))
+
+    def _watch(self, command: Callable[[Session], T]) -> Callable[[Session], T]:
         def watched(session: Session) -> T:
             before = len(self.calls.inside)
             with self.calls.command():
@@ -106,7 +114,7 @@ class WatchedWriter:
             assert self.calls.inside[before:] == [], "the journal command read the filesystem"
             return result
 
-        return await self.writer.update(session_id, watched)
+        return watched
 
 
 def _watched(pipeline: Pipeline, calls: FilesystemCalls, **changes: Any) -> Dispatcher:
@@ -316,3 +324,9 @@ class StaleWriter:
     async def update(self, session_id: SessionId, command: Callable[[Session], T]) -> T:
         """The other writer's update."""
         return await self.writer.update(session_id, command)
+
+    async def update_prepared(
+        self, session_id: SessionId, prepare: Callable[[], Callable[[Session], T]]
+    ) -> T:
+        """The other writer's prepared update."""
+        return await self.writer.update_prepared(session_id, prepare)
