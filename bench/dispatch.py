@@ -54,6 +54,7 @@ from adapters.pipeline.dispatcher import Dispatcher  # noqa: E402
 from adapters.runtime.runs import begin_run  # noqa: E402
 from adapters.settings.config_file import Config  # noqa: E402
 from adapters.settings.journal import Durability, JournalSettings  # noqa: E402
+from adapters.wiring.tools import dispatcher as build_dispatcher  # noqa: E402
 from adapters.wiring.tools import first_party_tools, pipeline_policy  # noqa: E402
 from domain.ids import CallId  # noqa: E402
 from domain.values.conversation import ToolCallRequest  # noqa: E402
@@ -130,7 +131,7 @@ def open_pipeline(
     journal = SqliteJournal(home.database, config.journal)
     stack.callback(journal.close)
     tools, policy = first_party_tools(config, home), pipeline_policy(home, config)
-    dispatcher = Dispatcher(SessionWriter(journal), tools, policy)
+    dispatcher = build_dispatcher(journal, tools, policy, None)
     runs = [begin_run(journal, home.root) for _ in range(sessions)]
     for run in runs:
         (run.envelope.workspace / FILE_NAME).write_text(FILE_TEXT)

@@ -9,7 +9,6 @@ from typing import Any
 
 from adapters.home import Home, ensure_home
 from adapters.journal.journal import SqliteJournal
-from adapters.journal.writer import SessionWriter
 from adapters.pipeline.context import PipelinePolicy, RunScope
 from adapters.pipeline.dispatcher import Dispatcher
 from adapters.pipeline.toolset import ToolSet
@@ -19,6 +18,7 @@ from adapters.settings.config_file import Config
 from adapters.settings.journal import JournalSettings
 from adapters.settings.tools import RootSetting, ToolSettings
 from adapters.tools.contract import Tool
+from adapters.wiring.tools import dispatcher as build_dispatcher
 from adapters.wiring.tools import first_party_tools, pipeline_policy
 from domain.ids import SessionId
 from domain.ports import Approver
@@ -107,7 +107,7 @@ def make_pipeline(
         session_id = SessionId.new()
         journal.open_session(SessionOpening(session_id, "test", SessionKind.MAIN, audience))
     run = begin_run(journal, home.root, session_id)
-    dispatcher = Dispatcher(SessionWriter(journal), tools, policy, approver)
+    dispatcher = build_dispatcher(journal, tools, policy, approver)
     return Pipeline(home=home, journal=journal, dispatcher=dispatcher, run=run)
 
 

@@ -66,6 +66,8 @@ def refuse_if_damaged(path: Path) -> None:
     Every writer calls this before it writes, so a file that failed a check once is never
     written again by this process, whichever part of it met the damage.
     """
+    if not _DAMAGED:
+        return  # the common case, without resolving the path on every commit
     known = _DAMAGED.get(_key(path))
     if known is not None:
         raise JournalCorruptError(known)
