@@ -63,9 +63,10 @@ class SessionWriter:
         """Run `prepare` in a worker thread, then the command it returns, and commit.
 
         `prepare` does the blocking reads a command decides from (the filesystem, say)
-        outside the journal's stream locks and off the event loop; it runs in the same
-        worker thread as the batch's commit, so it costs no round trip of its own and the
-        batch still groups every waiting session.
+        outside the journal's stream locks and off the event loop. The preparations of a
+        whole batch share one worker-thread trip, so the batch still groups every waiting
+        session; the commands then commit like any other, on the event loop when every
+        session of the batch is kept in memory.
         """
         prepared = cast("Callable[[], Callable[[Session], object]]", prepare)
         return cast("T", await self._submit(_Request(session_id, None, prepared)))
@@ -111,19 +112,15 @@ class SessionWriter:
 
     async def _commit(self, batch: list[_Request]) -> None:
         try:
-            prepared = any(r.prepare is not None for r in batch)
-            if (
-                not prepared
-                and self.inline
-                and all(self.journal.is_kept(r.session_id.as_uuid()) for r in batch)
-            ):
-                # Every session is in memory: the commit is a short insert and flush,
-                # cheaper here than a hop to a worker thread and back.
-                outcomes = self.journal.update_sessions(_commands(batch))
-            else:
-                # Shielded: once a commit has started, its outcome must reach every waiter.
+            failed: dict[int, BatchOutcome] = {}
+            if any(r.prepare is not None for r in batch):
+                # One worker-thread trip prepares every command of the batch; shielded, as
+                # the commit: once started, its outcome must reach every waiter.
                 with anyio.CancelScope(shield=True):
-                    outcomes = await anyio.to_thread.run_sync(self._prepare_and_update, batch)
+                    failed = await anyio.to_thread.run_sync(_prepare, batch)
+            ready = [request for index, request in enumerate(batch) if index not in failed]
+            committed = iter(await self._update(ready) if ready else [])
+            outcomes = [failed.get(index) or next(committed) for index in range(len(batch))]
         except Exception as error:  # noqa: BLE001 - every waiter gets the failure, none hangs
             outcomes = [BatchOutcome(error=error) for _ in batch]
         self.batches += 1
@@ -132,20 +129,28 @@ class SessionWriter:
             request.outcome = outcome
             request.done.set()
 
-    def _prepare_and_update(self, batch: list[_Request]) -> list[BatchOutcome]:
-        """Prepare the batch's commands, then commit them; a failed preparation fails alone."""
-        failed: dict[int, BatchOutcome] = {}
-        for index, request in enumerate(batch):
-            if request.prepare is not None:
-                try:
-                    request.command = request.prepare()
-                except Exception as error:  # noqa: BLE001 - its waiter gets the failure
-                    failed[index] = BatchOutcome(error=error)
-        ready = [request for index, request in enumerate(batch) if index not in failed]
-        committed = iter(self.journal.update_sessions(_commands(ready)) if ready else [])
-        return [
-            failed[index] if index in failed else next(committed) for index in range(len(batch))
-        ]
+    async def _update(self, batch: list[_Request]) -> list[BatchOutcome]:
+        if self.inline and all(self.journal.is_kept(r.session_id.as_uuid()) for r in batch):
+            # Every session is in memory: the commit is a short insert and flush,
+            # cheaper here than a hop to a worker thread and back.
+            return self.journal.update_sessions(_commands(batch))
+        with anyio.CancelScope(shield=True):
+            outcomes = await anyio.to_thread.run_sync(
+                self.journal.update_sessions, _commands(batch)
+            )
+        return outcomes  # noqa: RET504 - returned after the shield closes, as mypy needs
+
+
+def _prepare(batch: list[_Request]) -> dict[int, BatchOutcome]:
+    """Make the batch's prepared commands; a failed preparation fails its request alone."""
+    failed: dict[int, BatchOutcome] = {}
+    for index, request in enumerate(batch):
+        if request.prepare is not None:
+            try:
+                request.command = request.prepare()
+            except Exception as error:  # noqa: BLE001 - its waiter gets the failure
+                failed[index] = BatchOutcome(error=error)
+    return failed
 
 
 def _commands(batch: list[_Request]) -> list[tuple[SessionId, Callable[[Session], object]]]:
