@@ -14,37 +14,39 @@ from domain.values.audience import Audience, SessionKind
 from domain.values.runs import RunEndReason
 
 
-def begin_run(  # noqa: PLR0913 - a new session's opening facts are keyword-only
+def begin_run(
     journal: Journal,
     home_root: Path,
     session_id: SessionId | None = None,
     audience: Audience = Audience.PERSONAL,
     *,
     new: bool = False,
-    session_key: str | None = None,
-    client_name: str | None = None,
-    client_version: str | None = None,
 ) -> RunScope:
     """Open a new main session (when none is named, or `new`), bind it, start and claim a run.
 
-    The one way a run is opened, for a native call, a hosted client or an agent alike: a new
-    session gets `session_key` (`cli:<id prefix>` by default) and the client's declared name
-    and version; its storage is made before anything is journaled.
+    A new session is keyed `cli:<id prefix>`; `open_run` opens one with other facts.
     """
     if session_id is None or new:
         session_id = session_id or SessionId.new()
-        # Prepare the storage first: if it cannot be made, nothing has been journaled.
-        Envelope(envelope_root(home_root, session_id).resolve()).create()
-        journal.open_session(
-            SessionOpening(
-                session_id,
-                session_key or f"cli:{session_id.hex[:8]}",
-                SessionKind.MAIN,
-                audience,
-                client_name=client_name,
-                client_version=client_version,
-            )
+        key = f"cli:{session_id.hex[:8]}"
+        return open_run(
+            journal, home_root, SessionOpening(session_id, key, SessionKind.MAIN, audience)
         )
+    return _start_run(journal, home_root, session_id)
+
+
+def open_run(journal: Journal, home_root: Path, opening: SessionOpening) -> RunScope:
+    """Open the session `opening` describes and start and claim its first run.
+
+    The one way a session is opened for calls, for a native call, a hosted client or an
+    agent alike: its storage is made before anything is journaled.
+    """
+    Envelope(envelope_root(home_root, opening.session_id).resolve()).create()
+    journal.open_session(opening)
+    return _start_run(journal, home_root, opening.session_id)
+
+
+def _start_run(journal: Journal, home_root: Path, session_id: SessionId) -> RunScope:
     envelope = bind_envelope(journal, home_root, session_id)
     run_id = RunId.new()
 

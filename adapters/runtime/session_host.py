@@ -25,16 +25,17 @@ from adapters.pipeline.context import RunScope
 from adapters.pipeline.dispatcher import Dispatcher
 from adapters.pipeline.requests import call_request
 from adapters.runtime.approvals import CALL_REACH, SessionReach
-from adapters.runtime.runs import begin_run
+from adapters.runtime.runs import open_run
 from domain.errors import LedgerclawError
 from domain.ids import CallId, SessionId
 from domain.ports import Journal
 from domain.session.aggregate import Session
+from domain.session.opening import SessionOpening
 from domain.tools import endings
 from domain.tools.definition import ToolDefinition
 from domain.tools.result import ToolResult
 from domain.values.attempts import AttemptState
-from domain.values.audience import Audience
+from domain.values.audience import Audience, SessionKind
 from domain.values.conversation import ToolCallRequest
 from domain.values.receipts import CancelReason
 from domain.values.runs import SessionCloseReason
@@ -113,16 +114,15 @@ def _open(host: SessionHost, caller: Caller) -> tuple[RunScope, Claim]:
     session_id = SessionId.new()
     claim = host.claims.claim(session_id)
     try:
-        scope = begin_run(
-            host.journal,
-            host.home_root,
+        opening = SessionOpening(
             session_id,
+            _short(label) or f"{caller.protocol}-{caller.channel}",
+            SessionKind.MAIN,
             host.audience,
-            new=True,
-            session_key=_short(label) or f"{caller.protocol}-{caller.channel}",
             client_name=_short(caller.client_name),
             client_version=_short(caller.client_version),
         )
+        scope = open_run(host.journal, host.home_root, opening)
     except BaseException:
         claim.release()
         raise
@@ -173,8 +173,15 @@ class SessionHost:
             if not self.admitting:
                 raise NotAdmittingError("the daemon is stopping and opens no new sessions")
             run, claim = await anyio.to_thread.run_sync(_open, self, caller)
-            hosted = HostedSession(key, run, claim, caller.channel, caller.device_id, caller.reach)
-            hosted.protocol = caller.protocol
+            hosted = HostedSession(
+                key,
+                run,
+                claim,
+                caller.channel,
+                caller.device_id,
+                caller.reach,
+                protocol=caller.protocol,
+            )
             self.sessions[key] = hosted
             log.info(
                 "session %s opened for %s (%s)", run.session_id, caller.client_name, caller.channel

@@ -29,50 +29,6 @@ from domain.ports import Journal
 from projections.registry import ALL_PROJECTIONS
 
 
-def assemble(home: Home, config: Config, journal: Journal) -> tuple[SessionHost, PendingApprovals]:
-    """The session host over the governed pipeline, and the approvals it waits on."""
-    settings = config.daemon
-    tools, policy = first_party_tools(config, home), pipeline_policy(home, config)
-    approvals = PendingApprovals(timeout_seconds=policy.approval_timeout_seconds)
-    pipeline = dispatcher(journal, tools, policy, approvals)
-    host = SessionHost(
-        journal,
-        pipeline,
-        home.root,
-        SessionClaims(home),
-        audience=settings.audience,
-        max_concurrent_calls=settings.max_concurrent_calls,
-        idle_seconds=float(settings.idle_timeout_seconds),
-    )
-    return host, approvals
-
-
-async def recover(
-    home: Home, config: Config, journal: Journal
-) -> tuple[ProjectionRunner, RecoveryReport]:
-    """The home's projection runner, after settling every session whose host died."""
-    runner = ProjectionRunner(
-        home.database, ALL_PROJECTIONS, busy_timeout=float(config.journal.busy_timeout_seconds)
-    )
-    report = await anyio.to_thread.run_sync(recover_orphans, journal, runner, SessionClaims(home))
-    return runner, report
-
-
-def control_plane(
-    home: Home,
-    health: Callable[[], dict[str, Any]],
-    approvals: PendingApprovals,
-    authenticate: Callable[[str], DeviceId],
-    codes: PairingCodes | None = None,
-) -> ControlPlane:
-    """The control plane of a hosting process, checking proofs with the home's host key."""
-    return ControlPlane(
-        control_methods(health, approvals, codes),
-        ProofVerifier(load_or_create_host_key(home)),
-        authenticate,
-    )
-
-
 class HomeParts:
     """The hosting parts of one home under its configuration."""
 
@@ -84,12 +40,31 @@ class HomeParts:
         return SqliteJournal(self.home.database, self.config.journal)
 
     async def recover(self, journal: Journal) -> tuple[ProjectionRunner, RecoveryReport]:
-        """The projection runner, after settling every session whose host died."""
-        return await recover(self.home, self.config, journal)
+        """The home's projection runner, after settling every session whose host died."""
+        runner = ProjectionRunner(
+            self.home.database,
+            ALL_PROJECTIONS,
+            busy_timeout=float(self.config.journal.busy_timeout_seconds),
+        )
+        claims = SessionClaims(self.home)
+        report = await anyio.to_thread.run_sync(recover_orphans, journal, runner, claims)
+        return runner, report
 
     def assemble(self, journal: Journal) -> tuple[SessionHost, PendingApprovals]:
         """The session host over the governed pipeline, and the approvals it waits on."""
-        return assemble(self.home, self.config, journal)
+        home, config = self.home, self.config
+        tools, policy = first_party_tools(config, home), pipeline_policy(home, config)
+        approvals = PendingApprovals(timeout_seconds=policy.approval_timeout_seconds)
+        host = SessionHost(
+            journal,
+            dispatcher(journal, tools, policy, approvals),
+            home.root,
+            SessionClaims(home),
+            audience=config.daemon.audience,
+            max_concurrent_calls=config.daemon.max_concurrent_calls,
+            idle_seconds=float(config.daemon.idle_timeout_seconds),
+        )
+        return host, approvals
 
     def control_plane(
         self,
@@ -99,4 +74,8 @@ class HomeParts:
         codes: PairingCodes | None = None,
     ) -> ControlPlane:
         """The control plane, checking proofs with the home's host key."""
-        return control_plane(self.home, health, approvals, authenticate, codes)
+        return ControlPlane(
+            control_methods(health, approvals, codes),
+            ProofVerifier(load_or_create_host_key(self.home)),
+            authenticate,
+        )
