@@ -63,10 +63,9 @@ class SessionWriter:
         """Run `prepare` in a worker thread, then the command it returns, and commit.
 
         `prepare` does the blocking reads a command decides from (the filesystem, say)
-        outside the journal's stream locks and off the event loop. The preparations of a
-        whole batch share one worker-thread trip, so the batch still groups every waiting
-        session; the commands then commit like any other, on the event loop when every
-        session of the batch is kept in memory.
+        outside the journal's stream locks and off the event loop. A batch's preparations
+        and its commit share one worker-thread trip, so the batch still groups every waiting
+        session and the event loop does neither the reads nor the commit's write and sync.
         """
         prepared = cast("Callable[[], Callable[[Session], object]]", prepare)
         return cast("T", await self._submit(_Request(session_id, None, prepared)))
@@ -112,15 +111,14 @@ class SessionWriter:
 
     async def _commit(self, batch: list[_Request]) -> None:
         try:
-            failed: dict[int, BatchOutcome] = {}
             if any(r.prepare is not None for r in batch):
-                # One worker-thread trip prepares every command of the batch; shielded, as
-                # the commit: once started, its outcome must reach every waiter.
+                # One worker-thread trip prepares every command of the batch and commits
+                # them, so neither the gathering nor the commit's write and sync holds up
+                # the event loop. Shielded: once started, its outcome must reach every waiter.
                 with anyio.CancelScope(shield=True):
-                    failed = await anyio.to_thread.run_sync(_prepare, batch)
-            ready = [request for index, request in enumerate(batch) if index not in failed]
-            committed = iter(await self._update(ready) if ready else [])
-            outcomes = [failed.get(index) or next(committed) for index in range(len(batch))]
+                    outcomes = await anyio.to_thread.run_sync(self._prepare_and_update, batch)
+            else:
+                outcomes = await self._update(batch)
         except Exception as error:  # noqa: BLE001 - every waiter gets the failure, none hangs
             outcomes = [BatchOutcome(error=error) for _ in batch]
         self.batches += 1
@@ -128,6 +126,13 @@ class SessionWriter:
         for request, outcome in zip(batch, outcomes, strict=True):
             request.outcome = outcome
             request.done.set()
+
+    def _prepare_and_update(self, batch: list[_Request]) -> list[BatchOutcome]:
+        """Blocking: make the batch's prepared commands, then commit the ones that were made."""
+        failed = _prepare(batch)
+        ready = [request for index, request in enumerate(batch) if index not in failed]
+        committed = iter(self.journal.update_sessions(_commands(ready)) if ready else [])
+        return [failed.get(index) or next(committed) for index in range(len(batch))]
 
     async def _update(self, batch: list[_Request]) -> list[BatchOutcome]:
         if self.inline and all(self.journal.is_kept(r.session_id.as_uuid()) for r in batch):
