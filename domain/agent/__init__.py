@@ -1,1 +1,1 @@
-"""The agent loop's pure parts: failover between models and token estimates; domain layer."""
+"""The agent loop's pure parts: failover, token estimates, the system prompt; domain layer."""
