@@ -1,1 +1,1 @@
-"""The agent loop's pure parts: failover, token estimates, the system prompt; domain layer."""
+"""The agent loop's pure parts: failover, tokens, the prompt, loop protection; domain layer."""
