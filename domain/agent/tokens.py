@@ -35,3 +35,14 @@ def estimate_tokens(text: str) -> int:
     cjk = sum(1 for character in text if is_cjk(character))
     other = len(text) - cjk
     return cjk + -(-other // CHARACTERS_PER_TOKEN)
+
+
+def request_fits(prompt_tokens: int, context_window: int, output_reserve: int) -> bool:
+    """Whether a request of `prompt_tokens` leaves `output_reserve` tokens in the window.
+
+    A request that does not fit is never sent truncated: the run ends `context_exhausted`.
+    """
+    if context_window <= 0 or output_reserve < 0:
+        msg = "a context window must be positive and an output reserve not negative"
+        raise ValueError(msg)
+    return prompt_tokens + output_reserve <= context_window
