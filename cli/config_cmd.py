@@ -65,10 +65,27 @@ def check(json_output: bool = JSON_OPTION) -> None:
         f"  approval timeout: {facts['approval_timeout_seconds']}s",
         f"  inline limit: {facts['inline_limit']} characters",
         f"  secrets: {'none' if secrets is None else f'{home.secrets}, {secrets} values'}",
+        f"  agent: {_agent_line(facts['agent'])}",
+        f"  models: {len(facts['models']) or 'none'}",
+        *(f"    {name}: {_model_line(m)}" for name, m in facts["models"].items()),
     ]
     for line in lines:
         render.out.print(Text(line), soft_wrap=True)
     print_warnings(checked.warnings)
+
+
+def _agent_line(agent: dict[str, Any]) -> str:
+    if agent["model"] is None:
+        return "no model chosen"
+    fallbacks = ", ".join(agent["fallbacks"]) or "none"
+    return f"model {agent['model']}, fallbacks {fallbacks}, at most {agent['turn_limit']} turns"
+
+
+def _model_line(model: dict[str, Any]) -> str:
+    where = f" at {model['base_url']}" if model["base_url"] else ""
+    profiles = ", ".join(model["profiles"])
+    window = f"{model['context_window']:,}"
+    return f"{model['provider']} {model['model']}{where}, profiles {profiles}, window {window}"
 
 
 def _state(root: dict[str, Any]) -> str:
@@ -96,4 +113,19 @@ def summary(checked: CheckedConfig) -> dict[str, Any]:
         "approval_timeout_seconds": config.tools.approval_timeout_seconds,
         "inline_limit": config.tools.inline_limit,
         "secret_values": checked.secret_values,
+        "agent": {
+            "model": config.agent.model,
+            "fallbacks": list(config.agent.fallbacks),
+            "turn_limit": config.agent.turn_limit,
+        },
+        "models": {
+            name: {
+                "provider": str(model.provider),
+                "model": model.model,
+                "base_url": model.base_url,
+                "profiles": list(model.profiles),
+                "context_window": model.context_window,
+            }
+            for name, model in sorted(config.models.items())
+        },
     }

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
-from adapters.config.names import unknown_names
+from adapters.config.names import unknown_models, unknown_names
 from adapters.config.roots import RootCheck, check_roots, root_warnings, unusable_roots
 from adapters.errors import ConfigError, PersistenceNotConfigurableError
 from adapters.sandbox.checks import sandbox_warnings
@@ -116,6 +116,7 @@ def load_config(path: Path) -> Config:
         raise PersistenceNotConfigurableError(msg)
     config = _validate(Config, data, f"config {path}", secret=False)
     problems = unknown_names(config.tools, tool_catalog())
+    problems += unknown_models(config.agent, config.models)
     if problems:
         listed = "; ".join(f"{_dotted(loc)}: {problem}" for loc, problem in problems)
         msg = f"config {path} is invalid: {listed}"

@@ -1,4 +1,4 @@
-"""Names in the configuration that must come from a closed set: tools and feature gates.
+"""Names in the configuration that must come from a closed set: tools, gates and models.
 
 Adapter layer. A misspelt tool name would otherwise leave the real tool exposed and unguarded
 (`shell_exec = "deny"` denies nothing), so every name must be registered, exactly.
@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import orjson
 
+from adapters.settings.agent import AgentSettings, ModelSettings
 from adapters.settings.tools import ToolSettings
 from domain.tools.registry import ToolRegistry
 
@@ -45,6 +46,24 @@ def unknown_names(tools: ToolSettings, catalog: ToolRegistry) -> list[tuple[Loca
     return problems
 
 
+def unknown_models(
+    agent: AgentSettings, models: dict[str, ModelSettings]
+) -> list[tuple[Location, str]]:
+    """Every model the `[agent]` section names that no `[models.NAME]` table defines."""
+    known = sorted(models)
+    named: list[tuple[Location, str]] = []
+    if agent.model is not None:
+        named.append((("agent", "model"), agent.model))
+    named += [(("agent", "fallbacks", index), name) for index, name in enumerate(agent.fallbacks)]
+    problems = [(loc, _unknown("model", name, known)) for loc, name in named if name not in known]
+    if agent.model is not None and agent.model in agent.fallbacks:
+        index = agent.fallbacks.index(agent.model)
+        problems.append(
+            (("agent", "fallbacks", index), "the first model cannot be its own fallback")
+        )
+    return problems
+
+
 def _unknown(kind: str, name: str, known: Sequence[str]) -> str:
     return f"unknown {kind} {orjson.dumps(name).decode()}{_hint(name, known, kind + 's')}"
 
@@ -52,6 +71,8 @@ def _unknown(kind: str, name: str, known: Sequence[str]) -> str:
 def _hint(name: str, known: Sequence[str], plural: str) -> str:
     """The closest known name, else the whole list (or that there is none)."""
     if not known:
+        if plural == "models":
+            return " (no [models.NAME] table defines one)"
         return f" (no registered tool has {plural})"
     close = difflib.get_close_matches(name, known, n=1)
     if close:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from adapters.settings.agent import AgentSettings, ModelSettings
 from adapters.settings.daemon import DaemonSettings
 from adapters.settings.journal import JournalSettings
 from adapters.settings.tools import ToolSettings
@@ -17,3 +18,5 @@ class Config(BaseModel):
     journal: JournalSettings = JournalSettings()
     tools: ToolSettings = ToolSettings()
     daemon: DaemonSettings = DaemonSettings()
+    agent: AgentSettings = AgentSettings()
+    models: dict[str, ModelSettings] = {}

@@ -97,7 +97,10 @@ def test_every_daemon_setting_reads_from_toml(tmp_path: Path) -> None:
             "[[tools.roots]]\npath = '/srv'\noperation = ['read']\n",
             "tools.roots[0].operation: unknown key (did you mean tools.roots[0].operations?)",
         ),
-        ("colour = 'blue'\n", "colour: unknown key (known keys: journal, tools, daemon)"),
+        (
+            "colour = 'blue'\n",
+            "colour: unknown key (known keys: journal, tools, daemon, agent, models)",
+        ),
     ],
     ids=["daemon-key", "section", "tools-key", "root-key", "no-close-match"],
 )
@@ -373,6 +376,8 @@ def test_config_check_summarises_a_valid_config(home: Path) -> None:
         "  approval timeout: 60s",
         "  inline limit: 2000 characters",
         f"  secrets: {home / 'secrets.toml'}, 1 values",
+        "  agent: no model chosen",
+        "  models: none",
     ]
     assert expected == out.splitlines()
 
@@ -404,6 +409,8 @@ def test_config_check_json_on_success(home: Path) -> None:
             "approval_timeout_seconds": 300,
             "inline_limit": 16000,
             "secret_values": None,
+            "agent": {"model": None, "fallbacks": [], "turn_limit": 50},
+            "models": {},
         },
     }
     assert expected == json.loads(out)
