@@ -20,16 +20,17 @@ from types import NoneType, UnionType
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from adapters.config.names import unknown_models, unknown_names
+from adapters.config.profiles import missing_profiles
 from adapters.config.roots import RootCheck, check_roots, root_warnings, unusable_roots
 from adapters.errors import ConfigError, PersistenceNotConfigurableError
 from adapters.sandbox.checks import sandbox_warnings
 from adapters.settings.config_file import Config
-from adapters.settings.tools import MIN_SECRET_LENGTH
+from adapters.settings.secrets_file import SecretsFile
 from adapters.tools.catalog import tool_catalog
 
 Location = tuple[int | str, ...]
@@ -46,20 +47,6 @@ _DEPTH_SHOWN = 4
 """How many keys of an over-deep path a message names."""
 _TYPE_ERRORS = ("_type", "_parsing", "int_from_float", "enum", "literal_error")
 _RANGE_ERRORS = ("greater_than", "less_than", "string_too_short", "string_too_long")
-
-
-class _Redact(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    values: tuple[Annotated[str, Field(min_length=MIN_SECRET_LENGTH)], ...] = ()
-
-
-class _SecretsFile(BaseModel):
-    """The shape of secrets.toml, as `adapters.config.secrets.load_secrets` reads it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    redact: _Redact = _Redact()
 
 
 @dataclass(frozen=True)
@@ -81,14 +68,16 @@ def check_config(config_path: Path, secrets_path: Path) -> CheckedConfig:
     """Check both configuration files as a daemon start does; the first problem is raised."""
     config = load_config(config_path)
     roots = checked_roots(config, config_path)
+    secrets = secrets_file(secrets_path)
     return CheckedConfig(
         config=config,
         config_found=config_path.is_file(),
-        secret_values=check_secrets(secrets_path),
+        secret_values=None if secrets is None else len(secrets.redacted_values()),
         roots=roots,
         warnings=(
             *root_warnings(roots, config_path),
             *sandbox_warnings(config.tools.shell, config_path),
+            *missing_profiles(config, secrets, secrets_path),
         ),
     )
 
@@ -136,6 +125,12 @@ def check_secrets(path: Path) -> int | None:
 
 def secret_values(path: Path) -> tuple[str, ...] | None:
     """The values secrets.toml redacts, after the checks of `check_secrets`; None without one."""
+    secrets = secrets_file(path)
+    return None if secrets is None else secrets.redacted_values()
+
+
+def secrets_file(path: Path) -> SecretsFile | None:
+    """secrets.toml, read and checked (owner-only, known keys); None when there is none."""
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
@@ -152,7 +147,7 @@ def secret_values(path: Path) -> tuple[str, ...] | None:
     data = _read_toml(path, "secrets")
     if data is None:
         return None
-    return _validate(_SecretsFile, data, f"secrets {path}", secret=True).redact.values
+    return _validate(SecretsFile, data, f"secrets {path}", secret=True)
 
 
 def _read_toml(path: Path, kind: str) -> dict[str, Any] | None:

@@ -1,7 +1,8 @@
 """The exact secret values every tool result is redacted of; adapter layer.
 
 They come from `secrets.toml` in the home (`[redact] values = [...]`), a protected file
-no tool can read, and from the environment variables named in `[tools] redact_env`.
+no tool can read (`[redact] values` and the profiles' API keys), and from the environment
+variables named in `[tools] redact_env` or by a profile's `api_key_env`.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from adapters.config.credentials import profile_env_values
 from adapters.config.loading import secret_values
 from adapters.settings.tools import MIN_SECRET_LENGTH
 
@@ -20,4 +22,4 @@ def load_secrets(path: Path, env_names: Iterable[str], environ: Mapping[str, str
     ]
     # The same reading and checks as `config check` and a daemon start: owner-only, known
     # keys only, nothing nested beyond what a setting needs.
-    return [*values, *(secret_values(path) or ())]
+    return [*values, *(secret_values(path) or ()), *profile_env_values(path, environ)]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from adapters.config.loading import load_config
+from adapters.config.loading import check_config, load_config
 from adapters.errors import ConfigError
 from adapters.settings.agent import ProviderKind
 from cli.app import app
@@ -147,3 +147,21 @@ def test_config_check_reports_the_agent_and_each_model(home: Path) -> None:
         for line in result.output.splitlines()
         if line.startswith(("  agent", "  model", "    m", "    s"))
     ]
+
+
+def test_config_check_warns_of_each_profile_secrets_toml_does_not_define(tmp_path: Path) -> None:
+    """A model naming a profile without a `[profiles.NAME]` table is a warning, not a refusal."""
+    config_path = tmp_path / "config.toml"
+    config_path.write_text(MODELS)
+    secrets_path = tmp_path / "secrets.toml"
+    secrets_path.write_text('[profiles.work]\napi_key_env = "OPENAI_API_KEY"\n')
+    secrets_path.chmod(0o600)
+
+    warnings = [w for w in check_config(config_path, secrets_path).warnings if "profile" in w]
+
+    expected = [
+        f"model {model} names the credential profile {profile}, which {secrets_path} does not"
+        f" define: add [profiles.{profile}] with api_key or api_key_env there"
+        for model, profile in (("main", "personal"), ("spare", "default"))
+    ]
+    assert expected == warnings

@@ -1,0 +1,51 @@
+"""The shape of `secrets.toml`: values to redact and models' credential profiles; adapter layer."""
+
+from __future__ import annotations
+
+from typing import Annotated, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from adapters.settings.agent import Name
+from adapters.settings.tools import MIN_SECRET_LENGTH
+
+Secret = Annotated[str, Field(min_length=MIN_SECRET_LENGTH)]
+
+
+class RedactSettings(BaseModel):
+    """`[redact]`: exact values no tool result or log may show."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    values: tuple[Secret, ...] = ()
+
+
+class CredentialProfile(BaseModel):
+    """`[profiles.NAME]`: one credential a model may ask with, given or from the environment."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    api_key: Secret | None = None
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """The environment variable that holds the key, read when the profile is used."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        if (self.api_key is None) == (self.api_key_env is None):
+            msg = "a profile needs exactly one of api_key and api_key_env"
+            raise ValueError(msg)
+        return self
+
+
+class SecretsFile(BaseModel):
+    """The whole of secrets.toml."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    redact: RedactSettings = RedactSettings()
+    profiles: dict[Name, CredentialProfile] = {}
+
+    def redacted_values(self) -> tuple[str, ...]:
+        """Every value this file keeps secret: the `[redact]` values and the profiles' keys."""
+        keys = tuple(p.api_key for p in self.profiles.values() if p.api_key is not None)
+        return (*self.redact.values, *keys)
