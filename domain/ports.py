@@ -1,8 +1,9 @@
 """Ports the domain's services are written against; domain layer.
 
 `Journal` stores and rebuilds aggregates, `EventLog` reads the stored events in the order
-they were committed (the notification log), `Clock` tells the time, and `Approver` reaches a
-person who can answer an approval request. Adapters implement them; callers name only these.
+they were committed (the notification log), `Clock` tells the time, `Approver` reaches a
+person who can answer an approval request, and `ModelProvider` asks a model. Adapters
+implement them; callers name only these.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from datetime import datetime
 from typing import NamedTuple, Protocol, TypeVar
 from uuid import UUID
 
+from domain.agent.failover import Candidate
+from domain.agent.replies import ModelReply, ModelRequest
 from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
 from domain.devices.aggregate import DeviceRegistry
 from domain.ids import SessionId
@@ -181,4 +184,22 @@ class Approver(Protocol):
 
     async def report(self, request: ApprovalRequest) -> None:
         """Tell an operator about a call that runs without waiting (report mode)."""
+        ...
+
+
+class ModelProvider(Protocol):
+    """A model behind one wire format, asked one whole request at a time.
+
+    `reply` returns the whole reply once it ended (streamed text goes to `on_text` as it
+    comes), or raises `ModelFailure` classified for failover. Cancelling the call stops the
+    stream; a reply that did not end is never returned.
+    """
+
+    async def reply(
+        self,
+        candidate: Candidate,
+        request: ModelRequest,
+        on_text: Callable[[str], None] | None = None,
+    ) -> ModelReply:
+        """The model's reply to `request`, asked as `candidate`."""
         ...

@@ -1,0 +1,1 @@
+"""Model providers: each wire format translated to domain requests and replies; adapter layer."""
