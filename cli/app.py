@@ -19,6 +19,7 @@ from cli.config_cmd import config_app
 from cli.daemon_cmd import daemon_app, mcp_app
 from cli.global_options import GlobalOptionsAnywhere, global_options
 from cli.help_format import name_arguments_plainly
+from cli.models_cmd import models_app
 from cli.operator_cmd import approvals_app, devices_app
 from cli.tool_cmd import tool_app
 
@@ -51,6 +52,7 @@ app.add_typer(stats_app, name="stats")
 projections_app = typer.Typer(help="Show, rebuild and verify the read models of the journal.")
 app.add_typer(projections_app, name="projections")
 app.add_typer(config_app, name="config")
+app.add_typer(models_app, name="models")
 app.add_typer(daemon_app, name="daemon")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(approvals_app, name="approvals")

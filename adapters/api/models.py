@@ -1,0 +1,56 @@
+"""The configured model candidates and whether their credentials resolve; adapter layer."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from adapters.config.credentials import CredentialMissingError, credential
+from adapters.config.loading import load_config
+from adapters.home import Home
+from adapters.settings.agent import ProviderKind
+
+
+def list_models(home: Home, environ: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Every `[models.NAME]` table: its role in the chain, wire, address and credentials.
+
+    The chain's models come first in their order, then the others by name. A credential is
+    `ok` when its key resolves now; keys themselves are never shown.
+    """
+    config = load_config(home.config)
+    env = os.environ if environ is None else environ
+    chain = [name for name in (config.agent.model, *config.agent.fallbacks) if name is not None]
+    names = [*chain, *sorted(set(config.models) - set(chain))]
+    rows = []
+    for name in names:
+        model = config.models[name]
+        role = "unused"
+        if name in chain:
+            index = chain.index(name)
+            role = "first" if index == 0 else f"fallback {index}"
+        rows.append(
+            {
+                "name": name,
+                "role": role,
+                "provider": str(model.provider),
+                "model": model.model,
+                "base_url": model.base_url,
+                "context_window": model.context_window,
+                "credentials": {
+                    profile: _credential_state(home, model.provider, profile, env)
+                    for profile in model.profiles
+                },
+            }
+        )
+    return rows
+
+
+def _credential_state(home: Home, kind: ProviderKind, profile: str, env: Mapping[str, str]) -> str:
+    if kind is ProviderKind.SCRIPTED:
+        return "not needed"
+    try:
+        credential(home.secrets, profile, env)
+    except CredentialMissingError:
+        return "missing"
+    return "ok"

@@ -1,0 +1,48 @@
+"""`ledgerclaw models list`: the configured model candidates; CLI layer."""
+
+from __future__ import annotations
+
+import typer
+
+from adapters.api.models import list_models
+from adapters.wiring.home import current_home
+from cli import render, tables
+from cli.common import JSON_OPTION, expected_errors
+
+models_app = typer.Typer(help="The models the agent may ask.")
+
+MODEL_COLUMNS = (
+    tables.word("name"),
+    tables.word("role"),
+    tables.word("provider"),
+    tables.text("model"),
+    tables.text("credentials"),
+    tables.number("window", optional=True),
+    tables.text("address", optional=True),
+)
+
+
+@models_app.command("list")
+@expected_errors
+def list_(json_output: bool = JSON_OPTION) -> None:
+    """List the configured models, their place in the chain and credentials."""
+    rows = list_models(current_home())
+    if json_output:
+        render.emit_json(rows)
+        return
+    if not rows:
+        render.line("No model is configured. Add a [models.NAME] table (see docs/agent.md).")
+        return
+    shown = [
+        {
+            "name": row["name"],
+            "role": row["role"],
+            "provider": row["provider"],
+            "model": row["model"],
+            "credentials": ", ".join(f"{p} {s}" for p, s in row["credentials"].items()),
+            "window": f"{row['context_window']:,}",
+            "address": row["base_url"] or "",
+        }
+        for row in rows
+    ]
+    tables.listing(render.out, MODEL_COLUMNS, shown, f"{len(rows)} model(s)")
