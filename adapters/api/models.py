@@ -6,10 +6,11 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from adapters.config.credentials import CredentialMissingError, credential
-from adapters.config.loading import load_config
+from adapters.config.credentials import CredentialMissingError, profile_key
+from adapters.config.loading import load_config, secrets_file
 from adapters.home import Home
 from adapters.settings.agent import ProviderKind
+from adapters.settings.secrets_file import SecretsFile
 
 
 def list_models(home: Home, environ: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
@@ -19,6 +20,7 @@ def list_models(home: Home, environ: Mapping[str, str] | None = None) -> list[di
     `ok` when its key resolves now; keys themselves are never shown.
     """
     config = load_config(home.config)
+    secrets = secrets_file(home.secrets)
     env = os.environ if environ is None else environ
     chain = [name for name in (config.agent.model, *config.agent.fallbacks) if name is not None]
     names = [*chain, *sorted(set(config.models) - set(chain))]
@@ -38,7 +40,7 @@ def list_models(home: Home, environ: Mapping[str, str] | None = None) -> list[di
                 "base_url": model.base_url,
                 "context_window": model.context_window,
                 "credentials": {
-                    profile: _credential_state(home, model.provider, profile, env)
+                    profile: _credential_state(secrets, home, model.provider, profile, env)
                     for profile in model.profiles
                 },
             }
@@ -46,11 +48,17 @@ def list_models(home: Home, environ: Mapping[str, str] | None = None) -> list[di
     return rows
 
 
-def _credential_state(home: Home, kind: ProviderKind, profile: str, env: Mapping[str, str]) -> str:
+def _credential_state(
+    secrets: SecretsFile | None,
+    home: Home,
+    kind: ProviderKind,
+    profile: str,
+    env: Mapping[str, str],
+) -> str:
     if kind is ProviderKind.SCRIPTED:
         return "not needed"
     try:
-        credential(home.secrets, profile, env)
+        profile_key(secrets, home.secrets, profile, env)
     except CredentialMissingError:
         return "missing"
     return "ok"

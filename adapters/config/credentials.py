@@ -11,6 +11,7 @@ from pathlib import Path
 
 from adapters.config.loading import secrets_file
 from adapters.errors import ConfigError
+from adapters.settings.secrets_file import SecretsFile
 from adapters.settings.tools import MIN_SECRET_LENGTH
 
 
@@ -20,7 +21,13 @@ class CredentialMissingError(ConfigError):
 
 def credential(path: Path, profile: str, environ: Mapping[str, str]) -> str:
     """The API key of `profile`; a missing profile, variable or key is a CredentialMissingError."""
-    secrets = secrets_file(path)
+    return profile_key(secrets_file(path), path, profile, environ)
+
+
+def profile_key(
+    secrets: SecretsFile | None, path: Path, profile: str, environ: Mapping[str, str]
+) -> str:
+    """As `credential`, from secrets.toml already read (`path` names it in messages)."""
     found = None if secrets is None else secrets.profiles.get(profile)
     if found is None:
         msg = f"credential profile {profile} is not in {path}: add [profiles.{profile}] there"
@@ -37,9 +44,8 @@ def credential(path: Path, profile: str, environ: Mapping[str, str]) -> str:
     return value
 
 
-def profile_env_values(path: Path, environ: Mapping[str, str]) -> list[str]:
+def profile_env_values(secrets: SecretsFile | None, environ: Mapping[str, str]) -> list[str]:
     """The keys profiles read from the environment, as they are now: redacted like the rest."""
-    secrets = secrets_file(path)
     if secrets is None:
         return []
     names = [p.api_key_env for p in secrets.profiles.values() if p.api_key_env is not None]

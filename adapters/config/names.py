@@ -55,7 +55,11 @@ def unknown_models(
     if agent.model is not None:
         named.append((("agent", "model"), agent.model))
     named += [(("agent", "fallbacks", index), name) for index, name in enumerate(agent.fallbacks)]
-    problems = [(loc, _unknown("model", name, known)) for loc, name in named if name not in known]
+    problems = [
+        (loc, _unknown("model", name, known, "no [models.NAME] table defines one"))
+        for loc, name in named
+        if name not in known
+    ]
     if agent.model is not None and agent.model in agent.fallbacks:
         index = agent.fallbacks.index(agent.model)
         problems.append(
@@ -64,16 +68,15 @@ def unknown_models(
     return problems
 
 
-def _unknown(kind: str, name: str, known: Sequence[str]) -> str:
-    return f"unknown {kind} {orjson.dumps(name).decode()}{_hint(name, known, kind + 's')}"
+def _unknown(kind: str, name: str, known: Sequence[str], none: str = "") -> str:
+    hint = _hint(name, known, kind + "s", none)
+    return f"unknown {kind} {orjson.dumps(name).decode()}{hint}"
 
 
-def _hint(name: str, known: Sequence[str], plural: str) -> str:
+def _hint(name: str, known: Sequence[str], plural: str, none: str = "") -> str:
     """The closest known name, else the whole list (or that there is none)."""
     if not known:
-        if plural == "models":
-            return " (no [models.NAME] table defines one)"
-        return f" (no registered tool has {plural})"
+        return f" ({none})" if none else f" (no registered tool has {plural})"
     close = difflib.get_close_matches(name, known, n=1)
     if close:
         return f" (did you mean {close[0]}?)"

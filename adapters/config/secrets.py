@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from adapters.config.credentials import profile_env_values
-from adapters.config.loading import secret_values
+from adapters.config.loading import secrets_file
 from adapters.settings.tools import MIN_SECRET_LENGTH
 
 
@@ -22,4 +22,6 @@ def load_secrets(path: Path, env_names: Iterable[str], environ: Mapping[str, str
     ]
     # The same reading and checks as `config check` and a daemon start: owner-only, known
     # keys only, nothing nested beyond what a setting needs.
-    return [*values, *(secret_values(path) or ()), *profile_env_values(path, environ)]
+    secrets = secrets_file(path)
+    redacted = () if secrets is None else secrets.redacted_values()
+    return [*values, *redacted, *profile_env_values(secrets, environ)]
