@@ -34,6 +34,9 @@ class DomainEvent(BaseModel):
     KEY_FIELDS: ClassVar[tuple[str, ...]] = ()
     """Fields a timeline shows beside the event's name."""
     class_version: ClassVar[int] = 1
+    SPARSE_FIELDS: ClassVar[tuple[str, ...]] = ()
+    """Fields added after rows were first stored (dotted for nested ones): kept in a stored
+    row only when they differ from their default, so older rows stay byte-identical."""
 
     originator_id: UUID
     originator_version: int

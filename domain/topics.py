@@ -9,11 +9,12 @@ from __future__ import annotations
 from domain.base import Aggregate, DomainEvent
 from domain.devices.aggregate import DeviceRegistry
 from domain.devices.events import DEVICE_EVENTS
+from domain.session.agent_events import AGENT_EVENTS
 from domain.session.aggregate import Session
 from domain.session.events import SESSION_EVENTS
 
 AGGREGATES: tuple[type[Aggregate], ...] = (Session, DeviceRegistry)
-EVENT_TYPES: tuple[type[DomainEvent], ...] = (*SESSION_EVENTS, *DEVICE_EVENTS)
+EVENT_TYPES: tuple[type[DomainEvent], ...] = (*SESSION_EVENTS, *AGENT_EVENTS, *DEVICE_EVENTS)
 SNAPSHOT_TYPES: tuple[type[DomainEvent], ...] = (Session.Snapshot, DeviceRegistry.Snapshot)
 
 

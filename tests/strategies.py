@@ -19,6 +19,13 @@ from domain.base import DomainEvent
 from domain.devices.aggregate import DeviceRegistry
 from domain.devices.events import DevicePaired, DeviceRegistryCreated, DeviceRevoked, DeviceSeen
 from domain.ids import AttemptId, CallId, DeviceId, OpaqueId, RunId, SessionId, SpillId
+from domain.agent.failover import FailoverAction, FailureKind
+from domain.agent.finish import FinishReason
+from domain.agent.pairing import NotRun
+from domain.agent.records import QueueKind
+from domain.agent.replies import ToolSpec, Usage
+from domain.session import agent_events
+from domain.session.agent_events import AGENT_EVENTS
 from domain.session.aggregate import Session
 from domain.session.events import (
     ApprovalDecided,
@@ -365,6 +372,81 @@ def _receipt_recorded(draw: st.DrawFn) -> ToolReceiptRecorded:
     )
 
 
+_TURNS = st.integers(min_value=1, max_value=10_000)
+_COUNTS = st.none() | st.integers(min_value=0, max_value=2**31)
+_SECONDS = st.floats(min_value=0, max_value=3_600, allow_nan=False)
+
+
+def _usages() -> st.SearchStrategy[Usage]:
+    return st.builds(
+        Usage,
+        input_tokens=_COUNTS,
+        output_tokens=_COUNTS,
+        cache_read_tokens=_COUNTS,
+        cache_write_tokens=_COUNTS,
+    )
+
+
+def _tool_specs() -> st.SearchStrategy[ToolSpec]:
+    return st.builds(
+        ToolSpec, name=tool_names(), description=st.text(max_size=40), parameters=json_arguments()
+    )
+
+
+_CANDIDATE = {"provider": short_texts(), "model": short_texts(), "profile": short_texts()}
+AGENT_FIELDS: dict[type[DomainEvent], dict[str, st.SearchStrategy[Any]]] = {
+    agent_events.TurnStarted: {
+        "turn": _TURNS,
+        "suffix": st.text(max_size=80),
+        "prefix_digest": hex_digests(),
+        "tools_digest": hex_digests(),
+        "at": _SECONDS,
+    },
+    agent_events.PromptPrefixSet: {
+        "digest": hex_digests(),
+        "prefix": st.text(max_size=80),
+        "tools": st.lists(_tool_specs(), max_size=2).map(tuple),
+    },
+    agent_events.ModelRequested: {
+        "turn": _TURNS,
+        **_CANDIDATE,
+        "request_digest": hex_digests(),
+        "prefix_digest": hex_digests(),
+        "tools_digest": hex_digests(),
+        "estimated_tokens": st.integers(min_value=0, max_value=2**31),
+    },
+    agent_events.ModelReplied: {
+        "turn": _TURNS,
+        "raw_finish": st.none() | short_texts(),
+        "finish": st.sampled_from(FinishReason),
+        "usage": st.none() | _usages(),
+        "latency_ms": st.integers(min_value=0, max_value=2**31),
+        "notes": st.lists(details(), max_size=2).map(tuple),
+    },
+    agent_events.ModelAttemptFailed: {
+        "turn": _TURNS,
+        **_CANDIDATE,
+        "kind": st.sampled_from(FailureKind).map(str),
+        "status": st.none() | st.integers(min_value=100, max_value=599),
+        "retry_after": st.none() | _SECONDS,
+        "message": details(),
+        "action": st.sampled_from(FailoverAction).map(str),
+        "wait": _SECONDS,
+        "at": _SECONDS,
+    },
+    agent_events.MessageQueued: {"kind": st.sampled_from(QueueKind), "text": st.text(max_size=80)},
+    agent_events.CallAnswered: {
+        "position": st.integers(min_value=0, max_value=100),
+        "call_id": call_ids(),
+        "not_run": st.none() | st.sampled_from(NotRun),
+        "outcome": st.none() | st.sampled_from(OutcomeCategory),
+        "failed": st.booleans(),
+    },
+    agent_events.TurnEnded: {"turn": _TURNS},
+}
+"""The fields of each agent event beside its run id."""
+
+
 EVENT_STRATEGIES: dict[type[DomainEvent], st.SearchStrategy[Any]] = {
     SessionOpened: _session_opened(),
     StorageBound: _event(
@@ -440,7 +522,10 @@ EVENT_STRATEGIES: dict[type[DomainEvent], st.SearchStrategy[Any]] = {
         recent_files=st.lists(canonical_paths(), max_size=RECENT_FILES_LIMIT).map(tuple),
     ),
     ToolSchemaLoaded: _event(ToolSchemaLoaded, run_id=run_ids(), tool_name=tool_names()),
-    RunEnded: _event(RunEnded, run_id=run_ids(), reason=st.sampled_from(RunEndReason)),
+    RunEnded: _event(
+        RunEnded, run_id=run_ids(), reason=st.sampled_from(RunEndReason), detail=details()
+    ),
+    **{event: _event(event, run_id=run_ids(), **AGENT_FIELDS[event]) for event in AGENT_EVENTS},
     SessionClosed: _event(SessionClosed, reason=st.sampled_from(SessionCloseReason)),
     DeviceRegistryCreated: _created(DeviceRegistryCreated, _REGISTRY_TOPIC),
     DevicePaired: _event(

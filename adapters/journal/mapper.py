@@ -7,13 +7,14 @@ methods as they are read.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any, ClassVar
 from uuid import UUID
 
 import orjson
 from eventsourcing.persistence import Mapper, StoredEvent, Transcoder
 from eventsourcing.utils import get_topic
-from pydantic import ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from adapters.errors import UndecodableEventError, UnencodableEventError
 from domain.base import DomainEvent
@@ -66,6 +67,8 @@ class CatalogMapper(Mapper[UUID]):
         for field in ("originator_topic", "topic"):
             if field in state:
                 state[field] = self.journal_names[state[field]]
+        for path in event_type.SPARSE_FIELDS:
+            _drop_default(state, path, _default_of(event_type, path))
         if event_type.class_version > 1:
             state[_CLASS_VERSION] = event_type.class_version
         try:
@@ -111,3 +114,28 @@ class CatalogMapper(Mapper[UUID]):
         except (orjson.JSONDecodeError, ValidationError, KeyError, TypeError) as error:
             msg = f"event {where} ({stored_event.topic}) does not decode: {error}"
             raise UndecodableEventError(msg) from None
+
+
+@cache
+def _default_of(event_type: type[DomainEvent], path: str) -> object:
+    owner: type[BaseModel] = event_type
+    *parents, name = path.split(".")
+    for parent in parents:
+        annotation = owner.model_fields[parent].annotation
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            msg = f"{event_type.__name__}.{path}: {parent} is not a nested model"
+            raise TypeError(msg)
+        owner = annotation
+    default = owner.model_fields[name].get_default(call_default_factory=True)
+    return TypeAdapter(object).dump_python(default, mode="json")
+
+
+def _drop_default(state: dict[str, Any], path: str, default: object) -> None:
+    *parents, name = path.split(".")
+    for parent in parents:
+        nested = state.get(parent)
+        if not isinstance(nested, dict):
+            return
+        state = nested
+    if name in state and state[name] == default:
+        del state[name]

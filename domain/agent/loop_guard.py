@@ -9,24 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from domain.values.receipts import OutcomeCategory
-
-
-class RunEndReason(StrEnum):
-    """Why a run ended: every run ends with exactly one of these."""
-
-    COMPLETED = "completed"
-    """The model answered without asking for more tool calls."""
-    ABORT = "abort"
-    TOOL_LOOP_TERMINATED = "tool_loop_terminated"
-    STRATEGY_STOP = "strategy_stop"
-    """A configured limit, named in the run's end, was reached."""
-    CONTEXT_EXHAUSTED = "context_exhausted"
-    MODEL_ERROR = "model_error"
-    """Every model candidate failed; the error lists each attempt."""
-    CRASHED = "crashed"
+from domain.values.runs import RunEndReason
 
 
 @dataclass(frozen=True)

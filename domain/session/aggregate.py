@@ -14,6 +14,7 @@ from functools import singledispatchmethod
 from domain.base import Aggregate, DomainEvent
 from domain.ids import AttemptId, CallId, RunId, SessionId, SpillId
 from domain.session import errors
+from domain.session.agent import AgentPart
 from domain.session.approvals import ApprovalsPart
 from domain.session.attempts import AttemptsPart
 from domain.session.context import ContextPart
@@ -32,7 +33,15 @@ from domain.values.authorization import ApprovalGrant
 from domain.values.runs import RunState, SessionCloseReason
 from domain.values.storage import StorageBinding, WorkingContext
 
-_PARTS = (RunsPart, AttemptsPart, ApprovalsPart, OutcomesPart, ConversationPart, ContextPart)
+_PARTS = (
+    RunsPart,
+    AttemptsPart,
+    ApprovalsPart,
+    OutcomesPart,
+    ConversationPart,
+    ContextPart,
+    AgentPart,
+)
 
 
 class Session(
@@ -42,6 +51,7 @@ class Session(
     OutcomesPart,
     ConversationPart,
     ContextPart,
+    AgentPart,
     Aggregate,
 ):
     """One conversation or one subagent run, with its runs, writer, transcript and attempts."""
@@ -75,6 +85,8 @@ class Session(
         self.loaded_tools: frozenset[str] = frozenset()
         self.ended_attempts = 0
         self.spills: dict[CallId, SpillId] = {}
+        self.agent_turn: int | None = None
+        self.pending_calls: tuple[tuple[int, CallId], ...] = ()
 
     # -- creation --------------------------------------------------------------------------
 
@@ -119,6 +131,8 @@ class Session(
             loaded_tools=self.loaded_tools,
             ended_attempts=self.ended_attempts,
             spills=dict(self.spills),
+            agent_turn=self.agent_turn,
+            pending_calls=self.pending_calls,
             client_name=self.client_name,
             client_version=self.client_version,
             closed=self.closed,

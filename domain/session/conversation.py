@@ -30,8 +30,9 @@ class ConversationPart(SessionPart):
 
     # -- state changes ---------------------------------------------------------------------
 
-    def _message_appended(self, _event: MessageAppended) -> None:
+    def _message_appended(self, event: MessageAppended) -> None:
         self.message_count += 1
+        self._follow_agent_message(event)
 
     def _tool_schema_loaded(self, event: ToolSchemaLoaded) -> None:
         self.loaded_tools = self.loaded_tools | {event.tool_name}

@@ -262,10 +262,13 @@ class RunEnded(SessionEvent):
     """A run stopped, for a classified reason."""
 
     TOPIC: ClassVar[str] = "ledgerclaw.session.run_ended"
-    KEY_FIELDS = ("run_id", "reason")
+    KEY_FIELDS = ("run_id", "reason", "detail")
+    SPARSE_FIELDS = ("detail",)
 
     run_id: RunId
     reason: RunEndReason
+    detail: Detail = ""
+    """The limit reached or the error that ended it, in words; empty for most ends."""
 
 
 class SessionClosed(SessionEvent):

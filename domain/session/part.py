@@ -27,6 +27,7 @@ from domain.values.storage import StorageBinding, WorkingContext
 
 if TYPE_CHECKING:
     from domain.base import Aggregate as _Base
+    from domain.session.events import MessageAppended
 else:
     _Base = object
 
@@ -57,9 +58,14 @@ class SessionPart(_Base):
     loaded_tools: frozenset[str]
     ended_attempts: int
     spills: dict[CallId, SpillId]
+    agent_turn: int | None
+    pending_calls: tuple[tuple[int, CallId], ...]
 
     if TYPE_CHECKING:
         # Offered by one part to the others; Session has them all.
+
+        def _end_run(self, run_id: RunId, reason: RunEndReason, detail: str = "") -> None:
+            """End a run, its open calls and attempts first (the runs part)."""
 
         def _end_run_attempts(self, run_id: RunId, reason: RunEndReason) -> None:
             """End the open attempts of a run that ends (the outcomes part)."""
@@ -69,6 +75,12 @@ class SessionPart(_Base):
 
         def _follow_receipt(self, run_id: RunId, receipt: ToolReceipt) -> None:
             """Move the working context after a receipt (the context part)."""
+
+        def _follow_agent_message(self, event: MessageAppended) -> None:
+            """Note the calls an agent reply opens (the agent part)."""
+
+        def _close_pending_calls(self, run_id: RunId, reason: RunEndReason) -> None:
+            """Give the open calls of the agent's reply their synthetic results (the agent part)."""
 
     @property
     def session_id(self) -> SessionId:

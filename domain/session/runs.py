@@ -46,10 +46,10 @@ class RunsPart(SessionPart):
         if superseded is not None:
             self._end_run(superseded, RunEndReason.SUPERSEDED)
 
-    def end_run(self, run_id: RunId, reason: RunEndReason) -> None:
+    def end_run(self, run_id: RunId, reason: RunEndReason, detail: str = "") -> None:
         """End a run; its open attempts end too, allowed ones with an unknown outcome."""
         self._require_live_run(run_id)
-        self._end_run(run_id, reason)
+        self._end_run(run_id, reason, detail)
 
     def recover(self) -> list[RunId]:
         """After a crash: end every live run as crashed; return the runs that were ended."""
@@ -66,9 +66,10 @@ class RunsPart(SessionPart):
                 self._end_run(run.run_id, CLOSE_RUN_REASONS[reason])
         self.trigger_event(SessionClosed, reason=reason)
 
-    def _end_run(self, run_id: RunId, reason: RunEndReason) -> None:
+    def _end_run(self, run_id: RunId, reason: RunEndReason, detail: str = "") -> None:
+        self._close_pending_calls(run_id, reason)
         self._end_run_attempts(run_id, reason)
-        self.trigger_event(RunEnded, run_id=run_id, reason=reason)
+        self.trigger_event(RunEnded, run_id=run_id, reason=reason, detail=detail)
 
     # -- state changes ---------------------------------------------------------------------
 
@@ -83,6 +84,8 @@ class RunsPart(SessionPart):
         self.runs[event.run_id] = run.model_copy(update={"ended": event.reason})
         if self.writer == event.run_id:
             self.writer = None
+        self.agent_turn = None
+        self.pending_calls = ()
 
     def _session_closed(self, event: SessionClosed) -> None:
         self.closed = event.reason

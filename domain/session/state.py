@@ -36,6 +36,10 @@ class SessionFields(BaseModel):
     """The latest spilled output of each call id."""
     client_name: str | None = None
     client_version: str | None = None
+    agent_turn: int | None = None
+    """The agent loop's turn in progress, if one is."""
+    pending_calls: tuple[tuple[int, CallId], ...] = ()
+    """Calls of the agent's latest reply without a result yet, by position."""
     closed: SessionCloseReason | None = None
     """Why the session was closed, once it is."""
 
@@ -61,5 +65,6 @@ class SessionSnapshot(AggregateSnapshot):
     """A Session at one version."""
 
     TOPIC: ClassVar[str] = "ledgerclaw.session.snapshot"
+    SPARSE_FIELDS = ("state.agent_turn", "state.pending_calls")
 
     state: SessionSnapshotState

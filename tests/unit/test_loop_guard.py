@@ -8,11 +8,11 @@ from domain.agent.loop_guard import (
     CallResult,
     LoopGuard,
     LoopLimits,
-    RunEndReason,
     Stop,
     call_signature,
 )
 from domain.values.receipts import OutcomeCategory
+from domain.values.runs import RunEndReason
 
 READ_MISSING = CallResult(
     call_signature("read_file", "d1"), OutcomeCategory.NOT_FOUND, "no such file: a.txt"

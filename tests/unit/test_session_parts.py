@@ -12,12 +12,22 @@ from domain.session.approvals import ApprovalsPart
 from domain.session.attempts import AttemptsPart
 from domain.session.context import ContextPart
 from domain.session.conversation import ConversationPart
+from domain.session.agent import AgentPart
+from domain.session.agent_events import AGENT_EVENTS, AgentEvent
 from domain.session.events import SESSION_EVENTS, SessionOpened
 from domain.session.outcomes import OutcomesPart
 from domain.session.runs import RunsPart
 from domain.values.authorization import ApprovalVerdict, DenialCategory, denial_for_verdict
 
-PARTS = (RunsPart, AttemptsPart, ApprovalsPart, OutcomesPart, ConversationPart, ContextPart)
+PARTS = (
+    RunsPart,
+    AttemptsPart,
+    ApprovalsPart,
+    OutcomesPart,
+    ConversationPart,
+    ContextPart,
+    AgentPart,
+)
 
 
 def applied_type(applier):
@@ -33,7 +43,8 @@ def test_every_event_after_the_opening_one_dispatches_to_an_applier() -> None:
     dispatcher = inspect.getattr_static(Session, "apply_event").dispatcher
     fallback = dispatcher.dispatch(object)
 
-    unapplied = [e.__name__ for e in SESSION_EVENTS if dispatcher.dispatch(e) is fallback]
+    events = (*SESSION_EVENTS, *AGENT_EVENTS)
+    unapplied = [e.__name__ for e in events if dispatcher.dispatch(e) is fallback]
 
     assert ["SessionOpened"] == unapplied
 
@@ -43,7 +54,10 @@ def test_each_event_is_applied_by_one_part_only() -> None:
     applied = [applied_type(a) for part in PARTS for a in part.APPLIERS]
 
     assert len(applied) == len(set(applied))
-    assert set(SESSION_EVENTS) - {SessionOpened} == set(applied)
+    # The agent events that change no state share one applier, registered for their base.
+    covered = {e for e in AGENT_EVENTS if any(issubclass(e, a) for a in applied)}
+    assert set(SESSION_EVENTS) - {SessionOpened} | {AgentEvent} == set(applied) - covered | {AgentEvent}
+    assert set(AGENT_EVENTS) == covered
 
 
 def test_session_combines_every_part() -> None:

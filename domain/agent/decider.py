@@ -1,0 +1,397 @@
+"""The agent loop as a decider: from the run's state and a fact, the next step; domain layer.
+
+`AgentLoop` holds one run's state and nothing else: no clock, no provider, no files. Fed a
+fact (`domain/agent/steps.py`), it returns the records that journal what it decided and the
+one step the driver performs next. The driver (`adapters/runtime/agent_driver.py`) only
+performs; replay feeds the same decider the journaled facts and compares what it decides
+with what was journaled.
+
+Safe points for steering are before a model request, before a batch launches and between
+the calls of a sequential batch; a started call is never interrupted by it. Every call of a
+reply gets one result, and every run ends with a reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from domain.agent import records
+from domain.agent.failover import (
+    Candidate,
+    Failover,
+    FailoverAction,
+    FailoverPolicy,
+    ModelChoice,
+    surfaced_error_text,
+)
+from domain.agent.finish import plan_batch
+from domain.agent.loop_guard import CallResult, LoopGuard, LoopLimits, call_signature
+from domain.agent.pairing import SYNTHETIC_TEXT, NotRun
+from domain.agent.prompt import digest
+from domain.agent.replies import ModelReply, ModelRequest, ToolSpec
+from domain.agent.steps import (
+    Aborted,
+    AskModel,
+    CallsDone,
+    Decision,
+    Executed,
+    Fact,
+    Failed,
+    Finished,
+    GatherPrompt,
+    KeepWaiting,
+    PromptGathered,
+    Replied,
+    RunCalls,
+    Step,
+    UserSpoke,
+)
+from domain.agent.tokens import estimate_tokens, request_fits
+from domain.values.conversation import ChatMessage, MessageRole, ToolCallRequest
+from domain.values.runs import RunEndReason
+
+
+class Phase(StrEnum):
+    """What the run is waiting for."""
+
+    READY = "ready"
+    GATHERING = "gathering"
+    ASKING = "asking"
+    CALLING = "calling"
+    ENDED = "ended"
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """What a run is configured with: its models, failover, limits and context window."""
+
+    chain: tuple[ModelChoice, ...]
+    policy: FailoverPolicy = field(default_factory=FailoverPolicy)
+    limits: LoopLimits = field(default_factory=LoopLimits)
+    context_window: int = 128_000
+    output_reserve: int = 4_096
+    max_output_tokens: int = 4_096
+
+
+class LoopStateError(Exception):
+    """A fact arrived that the run cannot take in its phase: a driver bug, never user input."""
+
+
+def canonical_json(value: object) -> str:
+    """The JSON text digests are taken of: sorted keys, no spaces, characters kept as they are."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def tools_digest(tools: Sequence[ToolSpec]) -> str:
+    """The digest of the tool set a request offers."""
+    return digest(canonical_json([tool.model_dump(mode="json") for tool in tools]))
+
+
+def request_digest(request: ModelRequest) -> str:
+    """The digest of a whole request: prompt, transcript, tools and output limit."""
+    return digest(canonical_json(request.model_dump(mode="json")))
+
+
+class AgentLoop:
+    """One run of the agent loop, deciding from facts alone."""
+
+    def __init__(
+        self,
+        settings: LoopSettings,
+        transcript: Sequence[ChatMessage] = (),
+        *,
+        last_prefix_digest: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.messages: list[ChatMessage] = list(transcript)
+        self.phase = Phase.READY
+        self.guard = LoopGuard(settings.limits)
+        self.cooling: dict[tuple[str, str], float] = {}
+        self.queue: list[records.MessageQueued] = []
+        self.take_follow_ups = False
+        self.last_prefix_digest = last_prefix_digest
+        self._failover: Failover | None = None
+        self._request: ModelRequest | None = None
+        self._reply: ModelReply | None = None
+        self._pending: list[int] = []
+        self._turn_results: list[CallResult] = []
+        self._parallel_safe: frozenset[str] = frozenset()
+
+    @property
+    def turn(self) -> int:
+        """The turn in progress, or the last one (0 before the first)."""
+        return self.guard.turns
+
+    # -- entry points ----------------------------------------------------------------------
+
+    def begin(self, prompt: str) -> Decision:
+        """Start the run with the user's message."""
+        if self.phase is not Phase.READY:
+            msg = f"the run already began (phase {self.phase})"
+            raise LoopStateError(msg)
+        message = ChatMessage(role=MessageRole.USER, content=prompt)
+        self.messages.append(message)
+        self.phase = Phase.GATHERING
+        return Decision((records.Appended(message=message),), GatherPrompt())
+
+    def decide(self, fact: Fact) -> Decision:
+        """The records and the next step for `fact`."""
+        if self.phase in (Phase.READY, Phase.ENDED):
+            msg = f"the run cannot take {type(fact).__name__} while {self.phase}"
+            raise LoopStateError(msg)
+        if isinstance(fact, UserSpoke):
+            return self._queued(fact)
+        if isinstance(fact, Aborted):
+            return self._aborted(fact)
+        expected = {
+            PromptGathered: Phase.GATHERING,
+            Replied: Phase.ASKING,
+            Failed: Phase.ASKING,
+            CallsDone: Phase.CALLING,
+        }[type(fact)]
+        if self.phase is not expected:
+            msg = f"the run cannot take {type(fact).__name__} while {self.phase}"
+            raise LoopStateError(msg)
+        if isinstance(fact, PromptGathered):
+            return self._prompt_gathered(fact)
+        if isinstance(fact, Replied):
+            return self._replied(fact)
+        if isinstance(fact, Failed):
+            return self._failed(fact)
+        return self._calls_done(fact)
+
+    # -- facts -----------------------------------------------------------------------------
+
+    def _queued(self, fact: UserSpoke) -> Decision:
+        kind = records.QueueKind.FOLLOW_UP if fact.follow_up else records.QueueKind.STEERING
+        queued = records.MessageQueued(kind=kind, text=fact.text)
+        self.queue.append(queued)
+        return Decision((queued,), KeepWaiting())
+
+    def _prompt_gathered(self, fact: PromptGathered) -> Decision:
+        out: list[records.AgentRecord] = []
+        stop = self.guard.before_turn()
+        if stop is not None:
+            return self._end(out, stop.reason, stop.detail)
+        out.extend(self._take_queue())
+        self._parallel_safe = fact.parallel_safe
+        prefix_digest = digest(fact.prefix)
+        tool_set = tools_digest(fact.tools)
+        set_digest = digest(canonical_json([prefix_digest, tool_set]))
+        if set_digest != self.last_prefix_digest:
+            out.append(records.PrefixSet(digest=set_digest, prefix=fact.prefix, tools=fact.tools))
+            self.last_prefix_digest = set_digest
+        request = ModelRequest(
+            prefix=fact.prefix,
+            suffix=fact.suffix,
+            messages=tuple(self.messages),
+            tools=fact.tools,
+            max_output_tokens=self.settings.max_output_tokens,
+        )
+        out.append(
+            records.TurnBegun(
+                turn=self.turn,
+                suffix=fact.suffix,
+                prefix_digest=prefix_digest,
+                tools_digest=tool_set,
+                at=fact.at,
+            )
+        )
+        estimated = estimate_tokens(canonical_json(request.model_dump(mode="json")))
+        window, reserve = self.settings.context_window, self.settings.output_reserve
+        if not request_fits(estimated, window, reserve):
+            detail = (
+                f"the next request needs about {estimated:,} tokens; the model's window is "
+                f"{window:,} with {reserve:,} kept for the reply"
+            )
+            out.append(records.TurnClosed(turn=self.turn))
+            return self._end(out, RunEndReason.CONTEXT_EXHAUSTED, detail)
+        self._failover = Failover(self.settings.chain, self.settings.policy, self.cooling)
+        self._request = request
+        candidate = self._failover.first(fact.at)
+        out.append(self._asked(candidate, request, estimated))
+        self.phase = Phase.ASKING
+        return Decision(tuple(out), AskModel(candidate, request))
+
+    def _asked(
+        self, candidate: Candidate, request: ModelRequest, estimated: int
+    ) -> records.ModelAsked:
+        return records.ModelAsked(
+            turn=self.turn,
+            provider=candidate.provider,
+            model=candidate.model,
+            profile=candidate.profile,
+            request_digest=request_digest(request),
+            prefix_digest=digest(request.prefix),
+            tools_digest=tools_digest(request.tools),
+            estimated_tokens=estimated,
+        )
+
+    def _failed(self, fact: Failed) -> Decision:
+        assert self._failover is not None  # noqa: S101 - asking implies a failover state
+        assert self._request is not None  # noqa: S101 - asking implies a request
+        failure = fact.failure
+        decision = self._failover.after(failure, fact.at)
+        failed = records.ModelAttemptFailed(
+            turn=self.turn,
+            provider=failure.candidate.provider,
+            model=failure.candidate.model,
+            profile=failure.candidate.profile,
+            kind=str(failure.kind),
+            status=failure.status,
+            retry_after=failure.retry_after,
+            message=failure.message[:2000],
+            action=str(decision.action),
+            wait=decision.wait,
+            at=fact.at,
+        )
+        out: list[records.AgentRecord] = [failed]
+        if decision.action is FailoverAction.SURFACE_ERROR or decision.candidate is None:
+            out.append(records.TurnClosed(turn=self.turn))
+            detail = surfaced_error_text(decision.attempts)[:2000]
+            return self._end(out, RunEndReason.PROVIDER_ERROR, detail)
+        estimated = estimate_tokens(canonical_json(self._request.model_dump(mode="json")))
+        out.append(self._asked(decision.candidate, self._request, estimated))
+        return Decision(tuple(out), AskModel(decision.candidate, self._request, decision.wait))
+
+    def _replied(self, fact: Replied) -> Decision:
+        reply = fact.reply
+        answered = records.ModelAnswered(
+            turn=self.turn,
+            raw_finish=reply.raw_finish,
+            finish=reply.finish,
+            usage=reply.usage,
+            latency_ms=fact.latency_ms,
+            notes=reply.notes,
+        )
+        message = ChatMessage(
+            role=MessageRole.ASSISTANT, content=reply.text, tool_calls=reply.tool_calls
+        )
+        self.messages.append(message)
+        out: list[records.AgentRecord] = [answered, records.Appended(message=message)]
+        self._reply = reply
+        if not reply.tool_calls:
+            out.append(records.TurnClosed(turn=self.turn))
+            if self.queue:
+                self.take_follow_ups = True
+                return self._next_turn(out)
+            return self._end(out, RunEndReason.NATURAL)
+        names = [call.name for call in reply.tool_calls]
+        plan = plan_batch(reply.finish, names, self._parallel_safe.__contains__)
+        self._pending = list(range(len(reply.tool_calls)))
+        self._turn_results = []
+        if not plan.runs:
+            out.extend(self._synthetic(NotRun.TRUNCATED_REPLY))
+            out.append(records.TurnClosed(turn=self.turn))
+            return self._next_turn(out)
+        if self._steering_waits():
+            out.extend(self._synthetic(NotRun.STEERING))
+            out.append(records.TurnClosed(turn=self.turn))
+            return self._next_turn(out)
+        self.phase = Phase.CALLING
+        return Decision(tuple(out), self._launch(parallel=plan.parallel))
+
+    def _calls_done(self, fact: CallsDone) -> Decision:
+        out = self._take_results(fact.results)
+        if self._pending and self._steering_waits():
+            out.extend(self._synthetic(NotRun.STEERING))
+        if self._pending:
+            return Decision(tuple(out), self._launch(parallel=False))
+        stop = self.guard.after_calls(self._turn_results)
+        out.append(records.TurnClosed(turn=self.turn))
+        if stop is not None:
+            return self._end(out, stop.reason, stop.detail)
+        return self._next_turn(out)
+
+    def _aborted(self, fact: Aborted) -> Decision:
+        out: list[records.AgentRecord] = []
+        if self.phase is Phase.CALLING:
+            out.extend(self._take_results(fact.done))
+        if self._pending:
+            out.extend(self._synthetic(NotRun.CANCELLED))
+        if self.phase in (Phase.ASKING, Phase.CALLING):
+            out.append(records.TurnClosed(turn=self.turn))
+        return self._end(out, RunEndReason.ABORT, "the user aborted the run")
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _launch(self, *, parallel: bool) -> RunCalls:
+        assert self._reply is not None  # noqa: S101 - calls come from the last reply
+        positions = tuple(self._pending) if parallel else (self._pending[0],)
+        calls = tuple(self._reply.tool_calls[p] for p in positions)
+        return RunCalls(positions, calls, parallel=parallel and len(positions) > 1)
+
+    def _take_results(self, results: Sequence[Executed]) -> list[records.AgentRecord]:
+        assert self._reply is not None  # noqa: S101 - results answer the last reply
+        out: list[records.AgentRecord] = []
+        for result in sorted(results, key=lambda r: r.position):
+            if result.position not in self._pending:
+                msg = f"call {result.position} of the reply is not waiting for a result"
+                raise LoopStateError(msg)
+            call = self._reply.tool_calls[result.position]
+            self._pending.remove(result.position)
+            out.extend(self._answer(result.position, call, result.text, result))
+            signature = call_signature(call.name, digest(canonical_json(call.arguments)))
+            detail = digest(result.text) if result.failed else ""
+            self._turn_results.append(CallResult(signature, result.outcome, detail))
+        return out
+
+    def _synthetic(self, reason: NotRun) -> list[records.AgentRecord]:
+        assert self._reply is not None  # noqa: S101 - synthetic results answer the last reply
+        out: list[records.AgentRecord] = []
+        for position in list(self._pending):
+            call = self._reply.tool_calls[position]
+            out.extend(self._answer(position, call, SYNTHETIC_TEXT[reason], None, reason))
+        self._pending = []
+        return out
+
+    def _answer(
+        self,
+        position: int,
+        call: ToolCallRequest,
+        text: str,
+        result: Executed | None,
+        not_run: NotRun | None = None,
+    ) -> list[records.AgentRecord]:
+        message = ChatMessage(role=MessageRole.TOOL, content=text, call_id=call.call_id)
+        self.messages.append(message)
+        answered = records.CallAnswered(
+            position=position,
+            call_id=call.call_id,
+            not_run=not_run,
+            outcome=None if result is None else result.outcome,
+            failed=True if result is None else result.failed,
+        )
+        return [answered, records.Appended(message=message)]
+
+    def _steering_waits(self) -> bool:
+        return any(q.kind is records.QueueKind.STEERING for q in self.queue)
+
+    def _take_queue(self) -> list[records.AgentRecord]:
+        taken = [
+            q for q in self.queue if q.kind is records.QueueKind.STEERING or self.take_follow_ups
+        ]
+        self.queue = [q for q in self.queue if q not in taken]
+        self.take_follow_ups = False
+        out: list[records.AgentRecord] = []
+        for queued in taken:
+            message = ChatMessage(role=MessageRole.USER, content=queued.text)
+            self.messages.append(message)
+            out.append(records.Appended(message=message))
+        return out
+
+    def _next_turn(self, out: list[records.AgentRecord]) -> Decision:
+        self.phase = Phase.GATHERING
+        self._reply, self._pending = None, []
+        return Decision(tuple(out), GatherPrompt())
+
+    def _end(
+        self, out: list[records.AgentRecord], reason: RunEndReason, detail: str = ""
+    ) -> Decision:
+        self.phase = Phase.ENDED
+        out.append(records.RunClosed(reason=reason, detail=detail))
+        step: Step = Finished(reason, detail)
+        return Decision(tuple(out), step)
