@@ -21,6 +21,7 @@ from cli.global_options import GlobalOptionsAnywhere, global_options
 from cli.help_format import name_arguments_plainly
 from cli.models_cmd import models_app
 from cli.operator_cmd import approvals_app, devices_app
+from cli.run_cmd import run as run_command
 from cli.tool_cmd import tool_app
 
 P = ParamSpec("P")
@@ -53,6 +54,7 @@ projections_app = typer.Typer(help="Show, rebuild and verify the read models of 
 app.add_typer(projections_app, name="projections")
 app.add_typer(config_app, name="config")
 app.add_typer(models_app, name="models")
+app.command("run")(run_command)
 app.add_typer(daemon_app, name="daemon")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(approvals_app, name="approvals")

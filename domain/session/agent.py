@@ -19,6 +19,7 @@ from domain.session.agent_events import (
     AGENT_EVENTS,
     AgentEvent,
     CallAnswered,
+    PromptPrefixSet,
     TurnEnded,
     TurnStarted,
 )
@@ -71,6 +72,9 @@ class AgentPart(SessionPart):
 
     # -- state changes ---------------------------------------------------------------------
 
+    def _prompt_prefix_set(self, event: PromptPrefixSet) -> None:
+        self.prompt_digest = event.digest
+
     def _turn_started(self, event: TurnStarted) -> None:
         self.agent_turn = event.turn
 
@@ -92,4 +96,10 @@ class AgentPart(SessionPart):
     def _agent_event(self, _event: AgentEvent) -> None:
         """The other agent events change nothing the aggregate decides with."""
 
-    APPLIERS: ClassVar[Appliers] = (_turn_started, _call_answered, _turn_ended, _agent_event)
+    APPLIERS: ClassVar[Appliers] = (
+        _prompt_prefix_set,
+        _turn_started,
+        _call_answered,
+        _turn_ended,
+        _agent_event,
+    )

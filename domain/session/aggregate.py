@@ -86,6 +86,7 @@ class Session(
         self.ended_attempts = 0
         self.spills: dict[CallId, SpillId] = {}
         self.agent_turn: int | None = None
+        self.prompt_digest: str | None = None
         self.pending_calls: tuple[tuple[int, CallId], ...] = ()
 
     # -- creation --------------------------------------------------------------------------
@@ -132,6 +133,7 @@ class Session(
             ended_attempts=self.ended_attempts,
             spills=dict(self.spills),
             agent_turn=self.agent_turn,
+            prompt_digest=self.prompt_digest,
             pending_calls=self.pending_calls,
             client_name=self.client_name,
             client_version=self.client_version,

@@ -59,6 +59,7 @@ class SessionPart(_Base):
     ended_attempts: int
     spills: dict[CallId, SpillId]
     agent_turn: int | None
+    prompt_digest: str | None
     pending_calls: tuple[tuple[int, CallId], ...]
 
     if TYPE_CHECKING:

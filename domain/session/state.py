@@ -40,6 +40,8 @@ class SessionFields(BaseModel):
     """The agent loop's turn in progress, if one is."""
     pending_calls: tuple[tuple[int, CallId], ...] = ()
     """Calls of the agent's latest reply without a result yet, by position."""
+    prompt_digest: str | None = None
+    """The digest of the stable prefix and tools the agent last recorded."""
     closed: SessionCloseReason | None = None
     """Why the session was closed, once it is."""
 
@@ -65,6 +67,6 @@ class SessionSnapshot(AggregateSnapshot):
     """A Session at one version."""
 
     TOPIC: ClassVar[str] = "ledgerclaw.session.snapshot"
-    SPARSE_FIELDS = ("state.agent_turn", "state.pending_calls")
+    SPARSE_FIELDS = ("state.agent_turn", "state.pending_calls", "state.prompt_digest")
 
     state: SessionSnapshotState

@@ -1,0 +1,205 @@
+"""One agent run in-process on the embedded journal, for `ledgerclaw run` and `chat`; adapter layer.
+
+Everything is built before the journal is touched, so a bad configuration, an unknown
+model or an unreadable script stops the run with nothing written. The session is claimed
+for the run like a native call's, and the run always ends with a named reason: Ctrl-C
+(SIGINT) aborts it, and an unexpected error ends it `crashed`.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from adapters.clock import SystemClock
+from adapters.config.failover import failover_chain, loop_limits
+from adapters.home import Home
+from adapters.hosting.claims import SessionClaims
+from adapters.pipeline.context import RunScope
+from adapters.runtime.agent_driver import AgentDriver, AgentHooks
+from adapters.runtime.runs import begin_run, end_run
+from adapters.runtime.session_log import SessionLog
+from adapters.wiring.home import home_config, open_journal, open_reader
+from adapters.wiring.providers import ProviderSet
+from adapters.wiring.tools import command_line_approver, first_party_tools, pipeline_policy
+from adapters.wiring.tools import dispatcher as build_dispatcher
+from domain.agent import records
+from domain.agent.decider import LoopSettings
+from domain.agent.failover import Candidate
+from domain.agent.steps import Finished, RunCalls
+from domain.ids import SessionId
+from domain.ports import Journal
+from domain.session.agent import EVENT_OF
+from domain.session.events import MessageAppended, RunEnded
+from domain.values.conversation import MessageRole
+from domain.values.runs import RunEndReason
+
+EXIT_CODES = {
+    RunEndReason.NATURAL: 0,
+    RunEndReason.PROVIDER_ERROR: 10,
+    RunEndReason.TOOL_LOOP_TERMINATED: 11,
+    RunEndReason.STRATEGY_STOP: 12,
+    RunEndReason.CONTEXT_EXHAUSTED: 13,
+    RunEndReason.CRASHED: 14,
+    RunEndReason.ABORT: 130,
+}
+"""The exit code of `ledgerclaw run` for each way a run ends (documented in docs/agent.md)."""
+
+
+@dataclass
+class RunView:
+    """What a front end is told while a run goes (plain callables: no runtime types)."""
+
+    on_text: Callable[[str], None] = lambda _text: None
+    on_records: Callable[[Sequence[records.AgentRecord]], None] = lambda _records: None
+    on_calls: Callable[[Sequence[Any]], None] = lambda _calls: None
+    """A batch is about to launch: its calls, in the model's order."""
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How a run ended, where, and the model's last answer."""
+
+    session_id: SessionId
+    run_id: str
+    reason: RunEndReason
+    detail: str
+    answer: str
+
+    @property
+    def exit_code(self) -> int:
+        """The documented exit code of this end."""
+        return EXIT_CODES.get(self.reason, 1)
+
+
+@dataclass
+class _Answer:
+    text: str = ""
+
+    def take(self, entries: Sequence[records.AgentRecord]) -> None:
+        for entry in entries:
+            if isinstance(entry, records.Appended) and entry.message.role is MessageRole.ASSISTANT:
+                self.text = entry.message.content
+
+
+def record_event_name(entry: records.AgentRecord) -> str:
+    """The journal's short event name a record is stored under."""
+    if isinstance(entry, records.Appended):
+        return MessageAppended.short_name()
+    if isinstance(entry, records.RunClosed):
+        return RunEnded.short_name()
+    return EVENT_OF[type(entry)].short_name()
+
+
+def record_json(entry: records.AgentRecord) -> dict[str, Any]:
+    """A record as the JSON object `run --json` prints: its event name and its fields."""
+    return {"event": record_event_name(entry), **entry.model_dump(mode="json")}
+
+
+def run_agent(  # noqa: PLR0913 - the command line's options, passed through
+    home: Home,
+    prompt: str,
+    *,
+    session: str | None = None,
+    model: str | None = None,
+    approve: bool = False,
+    view: RunView | None = None,
+) -> RunOutcome:
+    """Run the agent once on `prompt` in a new session or the one named; how it ended."""
+    view = view or RunView()
+    config = home_config(home)
+    tools, policy = first_party_tools(config, home), pipeline_policy(home, config)
+    chain, failover = failover_chain(config, model)
+    providers = ProviderSet(config, home)
+    first = providers.settings_of(Candidate(chain[0].provider, chain[0].model, "-"))
+    assert first is not None  # noqa: S101 - the chain names configured models only
+    for choice in chain:  # a scripted model's script is read and checked before anything
+        providers(Candidate(choice.provider, choice.model, choice.profiles[0]))
+    settings = LoopSettings(
+        chain=chain,
+        policy=failover,
+        limits=loop_limits(config),
+        context_window=first.context_window,
+        output_reserve=first.output_reserve,
+        max_output_tokens=first.output_reserve,
+    )
+    session_id = None if session is None else open_reader(home).resolve_session(session)
+    journal = open_journal(home)
+    new = session_id is None
+    session_id = session_id or SessionId.new()
+    claim = None
+    try:
+        claim = SessionClaims(home).claim(session_id)
+        scope = begin_run(journal, home.root, session_id, new=new)
+        dispatcher = build_dispatcher(
+            journal, tools, policy, command_line_approver(approve=approve)
+        )
+        answer = _Answer()
+
+        def on_records(entries: Sequence[records.AgentRecord]) -> None:
+            answer.take(entries)
+            view.on_records(entries)
+
+        def on_call(step: RunCalls) -> None:
+            view.on_calls(step.calls)
+
+        driver = AgentDriver(
+            journal=journal,
+            dispatcher=dispatcher,
+            scope=scope,
+            settings=settings,
+            providers=providers,
+            clock=SystemClock(),
+            hooks=AgentHooks(on_text=view.on_text, on_records=on_records, on_call=on_call),
+            log=SessionLog(scope.envelope.log, policy.secrets),
+        )
+        finished = _drive(journal, scope, driver, providers, prompt)
+    finally:
+        if claim is not None:
+            claim.release()
+        journal.close()
+    return RunOutcome(
+        session_id=scope.session_id,
+        run_id=str(scope.run_id),
+        reason=finished.reason,
+        detail=finished.detail,
+        answer=answer.text,
+    )
+
+
+def _drive(
+    journal: Journal, scope: RunScope, driver: AgentDriver, providers: ProviderSet, prompt: str
+) -> Finished:
+    async def main() -> Finished:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_abort_on_sigint, driver)
+            try:
+                finished = await driver.run(prompt)
+            finally:
+                tasks.cancel_scope.cancel()
+                with anyio.CancelScope(shield=True):
+                    await providers.aclose()
+        return finished
+
+    try:
+        return anyio.run(main)
+    except BaseException:
+        _end_if_live(journal, scope)
+        raise
+
+
+async def _abort_on_sigint(driver: AgentDriver) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT) as signals:
+        async for _signal in signals:
+            driver.abort()
+
+
+def _end_if_live(journal: Journal, scope: RunScope) -> None:
+    session = journal.session(scope.session_id)
+    run = session.runs.get(scope.run_id)
+    if run is not None and run.ended is None:
+        end_run(journal, scope, RunEndReason.CRASHED)

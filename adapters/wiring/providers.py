@@ -1,0 +1,94 @@
+"""The model providers of a configuration, one per `[models.NAME]` table; composition root.
+
+A run asks candidates by provider and model; this is where each becomes a concrete
+client: the scripted player, an OpenAI-compatible server or Anthropic, with the keys of
+its credential profiles read from `secrets.toml` when a candidate is first asked.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from adapters.config.credentials import profile_key
+from adapters.config.loading import secrets_file
+from adapters.home import Home
+from adapters.providers.anthropic_messages import AnthropicProvider
+from adapters.providers.openai_chat import OpenAICompatProvider
+from adapters.providers.scripted import ScriptedProvider
+from adapters.settings.agent import ModelSettings, ProviderKind
+from adapters.settings.config_file import Config
+from domain.agent.failover import Candidate, FailureKind
+from domain.agent.replies import ModelFailure, ModelReply, ModelRequest
+from domain.ports import ModelProvider
+
+
+class ProviderSet:
+    """Makes each configured model's provider on first use and closes them together."""
+
+    def __init__(
+        self, config: Config, home: Home, environ: Mapping[str, str] | None = None
+    ) -> None:
+        self._models = dict(config.models)
+        self._home = home
+        self._environ = os.environ if environ is None else environ
+        self._secrets = secrets_file(home.secrets)
+        self._made: dict[str, ModelProvider] = {}
+
+    def settings_of(self, candidate: Candidate) -> ModelSettings | None:
+        """The `[models.NAME]` table a candidate comes from, if any."""
+        name = self.name_of(candidate)
+        return None if name is None else self._models[name]
+
+    def name_of(self, candidate: Candidate) -> str | None:
+        """The name of the table a candidate comes from (the first, if two describe it)."""
+        for name, model in self._models.items():
+            if str(model.provider) == candidate.provider and model.model == candidate.model:
+                return name
+        return None
+
+    def __call__(self, candidate: Candidate) -> ModelProvider:
+        """The provider that asks `candidate`; an unknown one fails every request it gets."""
+        name = self.name_of(candidate)
+        if name is None:
+            return _Unknown()
+        made = self._made.get(name)
+        if made is None:
+            made = self._made[name] = self.make(self._models[name])
+        return made
+
+    def make(self, model: ModelSettings) -> ModelProvider:
+        """A new provider for one table."""
+        if model.provider is ProviderKind.SCRIPTED:
+            assert model.script is not None  # noqa: S101 - the settings require it
+            script = Path(model.script).expanduser()
+            if not script.is_absolute():
+                script = self._home.config.parent / script
+            return ScriptedProvider.from_file(script)
+        if model.provider is ProviderKind.ANTHROPIC:
+            return AnthropicProvider(model.base_url, self.key_for)
+        return OpenAICompatProvider(model.base_url, self.key_for)
+
+    def key_for(self, profile: str) -> str:
+        """The API key of a credential profile, read now; CredentialMissingError if none."""
+        return profile_key(self._secrets, self._home.secrets, profile, self._environ)
+
+    async def aclose(self) -> None:
+        """Close every provider's connections."""
+        for provider in self._made.values():
+            close = getattr(provider, "aclose", None)
+            if close is not None:
+                await close()
+        self._made.clear()
+
+
+class _Unknown:
+    """The provider of a candidate no table describes: it never answers."""
+
+    async def reply(
+        self, candidate: Candidate, request: ModelRequest, on_text: object = None
+    ) -> ModelReply:
+        del request, on_text
+        msg = f"no [models.NAME] table describes {candidate.provider}/{candidate.model}"
+        raise ModelFailure(candidate, FailureKind.BAD_REQUEST, msg)

@@ -1,0 +1,115 @@
+"""`ledgerclaw run`: one agent run in the terminal, streamed; CLI layer."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+import typer
+
+from adapters.api.agent_run import RunView, record_json, run_agent
+from adapters.wiring.home import current_home
+from cli import render
+from cli.common import expected_errors
+from domain.agent import records
+from domain.values.conversation import ToolCallRequest
+
+SESSION_OPTION = typer.Option(
+    None, "--session", help="Continue this session (id or unique prefix); default: a new one."
+)
+MODEL_OPTION = typer.Option(
+    None, "--model", help="Ask this [models.NAME] alone; its profiles rotate, nothing falls back."
+)
+APPROVE_OPTION = typer.Option(
+    False, "--approve", help="Approve every call that asks for consent, without asking."
+)
+
+
+class TerminalView:
+    """Streams the answer and prints one line per tool call and outcome."""
+
+    def __init__(self) -> None:
+        self._streaming = False
+
+    def text(self, piece: str) -> None:
+        """Write a streamed piece of the answer as it comes."""
+        self._streaming = True
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+
+    def calls(self, calls: Sequence[ToolCallRequest]) -> None:
+        """A line per call about to run."""
+        self._end_text()
+        for call in calls:
+            arguments = render.one_line(orjson.dumps(call.arguments).decode())
+            render.line(f"→ {call.name} {render.cut_middle(arguments, 100)}", "cyan")
+
+    def outcomes(self, entries: Sequence[records.AgentRecord]) -> None:
+        """A line for each outcome a person should see."""
+        for entry in entries:
+            line = self._line(entry)
+            if line is not None:
+                self._end_text()
+                render.line(*line)
+
+    def _line(self, entry: records.AgentRecord) -> tuple[str, str] | None:
+        if isinstance(entry, records.CallAnswered):
+            if entry.not_run is not None:
+                return f"  {entry.call_id}: not run ({entry.not_run})", "yellow"
+            style = "red" if entry.failed else "green"
+            return f"  {entry.call_id}: {entry.outcome}", style
+        if isinstance(entry, records.ModelAttemptFailed):
+            status = f" HTTP {entry.status}" if entry.status is not None else ""
+            who = f"{entry.provider}/{entry.model} ({entry.profile})"
+            return f"! {who} failed: {entry.kind}{status}; {entry.action}", "yellow"
+        if isinstance(entry, records.ModelAnswered):
+            self._end_text()
+        if isinstance(entry, records.RunClosed):
+            detail = f": {entry.detail}" if entry.detail else ""
+            return f"[run ended: {entry.reason}{detail}]", "dim"
+        return None
+
+    def _end_text(self) -> None:
+        if self._streaming:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            self._streaming = False
+
+
+def _json_view() -> RunView:
+    def emit(entries: Sequence[records.AgentRecord]) -> None:
+        for entry in entries:
+            sys.stdout.write(orjson.dumps(record_json(entry)).decode() + "\n")
+        sys.stdout.flush()
+
+    return RunView(on_records=emit)
+
+
+def _terminal_view() -> RunView:
+    view = TerminalView()
+    calls: Any = view.calls
+    return RunView(on_text=view.text, on_records=view.outcomes, on_calls=calls)
+
+
+@expected_errors
+def run(
+    prompt: str = typer.Argument(..., help="What to ask the agent."),
+    session: str | None = SESSION_OPTION,
+    model: str | None = MODEL_OPTION,
+    approve: bool = APPROVE_OPTION,
+    json_output: bool = typer.Option(
+        False, "--json", help="Print the run's events as JSON lines instead of the answer."
+    ),
+) -> None:
+    """Run the agent once on PROMPT: stream its answer and each tool call's outcome."""
+    view = _json_view() if json_output else _terminal_view()
+    outcome = run_agent(
+        current_home(), prompt, session=session, model=model, approve=approve, view=view
+    )
+    if not json_output:
+        render.line(
+            f"session {outcome.session_id}  run {outcome.run_id}", "dim", console=render.err
+        )
+    raise typer.Exit(outcome.exit_code)
