@@ -9,10 +9,11 @@ import typer
 
 from adapters.api import queries
 from adapters.api import replay as replay_api
+from adapters.api.agent_verify import verify_session
 from adapters.api.doctor import run_doctor
 from adapters.api.verify import verify
 from adapters.wiring.home import current_home
-from cli import render, render_read_models
+from cli import render, render_read_models, render_verify
 from cli.backup_cmd import backup_app
 from cli.common import JSON_OPTION, expected_errors
 from cli.config_cmd import config_app
@@ -178,12 +179,26 @@ def replay(
         metavar="N",
         help="Print the state rebuilt from the first N events instead.",
     ),
+    verify: bool = typer.Option(
+        False,
+        "--verify",
+        help="Replay each agent run through the decider (no model, no tool) and compare.",
+    ),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Show a session's timeline, or its state at event N.
+    """Show a session's timeline, or its state at event N, or verify its agent runs.
 
-    The timeline has one line per event; --at N rebuilds the state from the first N events.
+    The timeline has one line per event; --at N rebuilds the state from the first N events;
+    --verify replays every agent run from its journaled replies and results, prints
+    `identical` or the first divergent event, and exits 1 on a divergence.
     """
+    if verify:
+        check = verify_session(current_home(), session)
+        if json_output:
+            render.emit_json(render_verify.verify_json(check))
+        else:
+            render_verify.verify_report(check)
+        raise typer.Exit(0 if check.identical else 1)
     if at is None:
         found = replay_api.timeline(current_home(), session)
         if json_output:

@@ -22,7 +22,7 @@ from domain.ids import AttemptId, CallId, DeviceId, OpaqueId, RunId, SessionId, 
 from domain.agent.failover import FailoverAction, FailureKind
 from domain.agent.finish import FinishReason
 from domain.agent.pairing import NotRun
-from domain.agent.records import QueueKind
+from domain.agent.records import ChainModel, QueueKind
 from domain.agent.replies import ToolSpec, Usage
 from domain.session import agent_events
 from domain.session.agent_events import AGENT_EVENTS
@@ -395,6 +395,28 @@ def _tool_specs() -> st.SearchStrategy[ToolSpec]:
 
 _CANDIDATE = {"provider": short_texts(), "model": short_texts(), "profile": short_texts()}
 AGENT_FIELDS: dict[type[DomainEvent], dict[str, st.SearchStrategy[Any]]] = {
+    agent_events.AgentRunConfigured: {
+        "chain": st.lists(
+            st.builds(
+                ChainModel,
+                provider=short_texts(),
+                model=short_texts(),
+                profiles=st.lists(short_texts(), min_size=1, max_size=2).map(tuple),
+            ),
+            min_size=1,
+            max_size=2,
+        ).map(tuple),
+        "retry_after_cap": _SECONDS,
+        "cooldown": _SECONDS,
+        "transient_wait": _SECONDS,
+        "fall_back": st.booleans(),
+        "same_failure": st.integers(1, 100),
+        "failed_turns": st.integers(1, 100),
+        "turns": st.integers(1, 10_000),
+        "context_window": st.integers(1_024, 10_000_000),
+        "output_reserve": st.integers(0, 100_000),
+        "max_output_tokens": st.integers(1, 100_000),
+    },
     agent_events.TurnStarted: {
         "turn": _TURNS,
         "suffix": st.text(max_size=80),
@@ -406,6 +428,7 @@ AGENT_FIELDS: dict[type[DomainEvent], dict[str, st.SearchStrategy[Any]]] = {
         "digest": hex_digests(),
         "prefix": st.text(max_size=80),
         "tools": st.lists(_tool_specs(), max_size=2).map(tuple),
+        "parallel_safe": st.lists(tool_names(), max_size=2).map(tuple),
     },
     agent_events.ModelRequested: {
         "turn": _TURNS,

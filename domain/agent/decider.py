@@ -95,6 +95,46 @@ def request_digest(request: ModelRequest) -> str:
     return digest(canonical_json(request.model_dump(mode="json")))
 
 
+def configured_record(settings: LoopSettings) -> records.RunConfigured:
+    """The record of what a run is configured with."""
+    policy, limits = settings.policy, settings.limits
+    return records.RunConfigured(
+        chain=tuple(
+            records.ChainModel(provider=c.provider, model=c.model, profiles=c.profiles)
+            for c in settings.chain
+        ),
+        retry_after_cap=policy.retry_after_cap,
+        cooldown=policy.cooldown,
+        transient_wait=policy.transient_wait,
+        fall_back=policy.fall_back,
+        same_failure=limits.same_failure,
+        failed_turns=limits.failed_turns,
+        turns=limits.turns,
+        context_window=settings.context_window,
+        output_reserve=settings.output_reserve,
+        max_output_tokens=settings.max_output_tokens,
+    )
+
+
+def configured_settings(record: records.RunConfigured) -> LoopSettings:
+    """The settings a run's configuration record describes: what replay decides with."""
+    return LoopSettings(
+        chain=tuple(ModelChoice(c.provider, c.model, c.profiles) for c in record.chain),
+        policy=FailoverPolicy(
+            retry_after_cap=record.retry_after_cap,
+            cooldown=record.cooldown,
+            transient_wait=record.transient_wait,
+            fall_back=record.fall_back,
+        ),
+        limits=LoopLimits(
+            same_failure=record.same_failure, failed_turns=record.failed_turns, turns=record.turns
+        ),
+        context_window=record.context_window,
+        output_reserve=record.output_reserve,
+        max_output_tokens=record.max_output_tokens,
+    )
+
+
 class AgentLoop:
     """One run of the agent loop, deciding from facts alone."""
 
@@ -135,7 +175,8 @@ class AgentLoop:
         message = ChatMessage(role=MessageRole.USER, content=prompt)
         self.messages.append(message)
         self.phase = Phase.GATHERING
-        return Decision((records.Appended(message=message),), GatherPrompt())
+        configured = configured_record(self.settings)
+        return Decision((configured, records.Appended(message=message)), GatherPrompt())
 
     def decide(self, fact: Fact) -> Decision:
         """The records and the next step for `fact`."""
@@ -180,9 +221,14 @@ class AgentLoop:
         self._parallel_safe = fact.parallel_safe
         prefix_digest = digest(fact.prefix)
         tool_set = tools_digest(fact.tools)
-        set_digest = digest(canonical_json([prefix_digest, tool_set]))
+        parallel = tuple(sorted(fact.parallel_safe))
+        set_digest = digest(canonical_json([prefix_digest, tool_set, parallel]))
         if set_digest != self.last_prefix_digest:
-            out.append(records.PrefixSet(digest=set_digest, prefix=fact.prefix, tools=fact.tools))
+            out.append(
+                records.PrefixSet(
+                    digest=set_digest, prefix=fact.prefix, tools=fact.tools, parallel_safe=parallel
+                )
+            )
             self.last_prefix_digest = set_digest
         request = ModelRequest(
             prefix=fact.prefix,

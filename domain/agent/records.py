@@ -32,6 +32,30 @@ class QueueKind(StrEnum):
     """Only once the run would otherwise end: it continues the same run."""
 
 
+class ChainModel(Value):
+    """One model of a run's failover chain and its credential profiles, in order."""
+
+    provider: ShortText
+    model: ShortText
+    profiles: tuple[ShortText, ...]
+
+
+class RunConfigured(Value):
+    """What the run was configured with: replay decides with exactly this, not today's config."""
+
+    chain: tuple[ChainModel, ...] = Field(min_length=1)
+    retry_after_cap: float = Field(ge=0)
+    cooldown: float = Field(ge=0)
+    transient_wait: float = Field(ge=0)
+    fall_back: bool
+    same_failure: int = Field(ge=1)
+    failed_turns: int = Field(ge=1)
+    turns: int = Field(ge=1)
+    context_window: int = Field(ge=1)
+    output_reserve: int = Field(ge=0)
+    max_output_tokens: int = Field(ge=1)
+
+
 class TurnBegun(Value):
     """A turn began: the model is about to be asked with this turn's volatile suffix."""
 
@@ -49,6 +73,8 @@ class PrefixSet(Value):
     digest: ShortText
     prefix: Text
     tools: tuple[ToolSpec, ...] = ()
+    parallel_safe: tuple[ShortText, ...] = ()
+    """The offered tools that may run beside others, by name, sorted."""
 
 
 class ModelAsked(Value):
@@ -130,7 +156,8 @@ class RunClosed(Value):
 
 
 AgentRecord = (
-    TurnBegun
+    RunConfigured
+    | TurnBegun
     | PrefixSet
     | ModelAsked
     | ModelAnswered

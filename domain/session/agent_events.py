@@ -28,6 +28,14 @@ class AgentEvent(SessionEvent):
         return self.RECORD.model_validate({name: getattr(self, name) for name in fields})
 
 
+class AgentRunConfigured(AgentEvent, records.RunConfigured):
+    """An agent run began with this failover chain, these limits and this context window."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.agent_run_configured"
+    KEY_FIELDS = ("context_window", "turns")
+    RECORD = records.RunConfigured
+
+
 class TurnStarted(AgentEvent, records.TurnBegun):
     """A turn began, with its volatile suffix and the digests of what stays stable."""
 
@@ -93,6 +101,7 @@ class TurnEnded(AgentEvent, records.TurnClosed):
 
 
 AGENT_EVENTS: tuple[type[AgentEvent], ...] = (
+    AgentRunConfigured,
     TurnStarted,
     PromptPrefixSet,
     ModelRequested,

@@ -56,6 +56,7 @@ STORED_TOPICS = {
 """Every topic a journal written before the split may hold; a topic is never renamed."""
 
 AGENT_TOPICS = {
+    "ledgerclaw.session.agent_run_configured",
     "ledgerclaw.session.turn_started",
     "ledgerclaw.session.prompt_prefix_set",
     "ledgerclaw.session.model_requested",
