@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 import orjson
 import typer
@@ -39,12 +38,13 @@ class TerminalView:
         sys.stdout.write(piece)
         sys.stdout.flush()
 
-    def calls(self, calls: Sequence[ToolCallRequest]) -> None:
-        """A line per call about to run."""
+    def calls(self, calls: Sequence[ToolCallRequest], together: bool) -> None:
+        """A line per call about to run (a batch that runs together is marked so)."""
         self._end_text()
         for call in calls:
             arguments = render.one_line(orjson.dumps(call.arguments).decode())
-            render.line(f"→ {call.name} {render.cut_middle(arguments, 100)}", "cyan")
+            mark = "⇉" if together else "→"
+            render.line(f"{mark} {call.name} {render.cut_middle(arguments, 100)}", "cyan")
 
     def outcomes(self, entries: Sequence[records.AgentRecord]) -> None:
         """A line for each outcome a person should see."""
@@ -89,8 +89,7 @@ def _json_view() -> RunView:
 
 def _terminal_view() -> RunView:
     view = TerminalView()
-    calls: Any = view.calls
-    return RunView(on_text=view.text, on_records=view.outcomes, on_calls=calls)
+    return RunView(on_text=view.text, on_records=view.outcomes, on_calls=view.calls)
 
 
 @expected_errors

@@ -9,7 +9,8 @@ for the run like a native call's, and the run always ends with a named reason: C
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,9 @@ from adapters.config.failover import failover_chain, loop_limits
 from adapters.home import Home
 from adapters.hosting.claims import SessionClaims
 from adapters.pipeline.context import RunScope
+from adapters.pipeline.dispatcher import Dispatcher
 from adapters.runtime.agent_driver import AgentDriver, AgentHooks
+from adapters.runtime.recovery import settle
 from adapters.runtime.runs import begin_run, end_run
 from adapters.runtime.session_log import SessionLog
 from adapters.wiring.home import home_config, open_journal, open_reader
@@ -30,12 +33,12 @@ from adapters.wiring.tools import dispatcher as build_dispatcher
 from domain.agent import records
 from domain.agent.decider import LoopSettings
 from domain.agent.failover import Candidate
-from domain.agent.steps import Finished, RunCalls
+from domain.agent.steps import RunCalls
 from domain.ids import SessionId
 from domain.ports import Journal
 from domain.session.agent import EVENT_OF
 from domain.session.events import MessageAppended, RunEnded
-from domain.values.conversation import MessageRole
+from domain.values.conversation import MessageRole, ToolCallRequest
 from domain.values.runs import RunEndReason
 
 EXIT_CODES = {
@@ -56,8 +59,8 @@ class RunView:
 
     on_text: Callable[[str], None] = lambda _text: None
     on_records: Callable[[Sequence[records.AgentRecord]], None] = lambda _records: None
-    on_calls: Callable[[Sequence[Any]], None] = lambda _calls: None
-    """A batch is about to launch: its calls, in the model's order."""
+    on_calls: Callable[[Sequence[ToolCallRequest], bool], None] = lambda _calls, _together: None
+    """A batch is about to launch: its calls in the model's order, and whether together."""
 
 
 @dataclass(frozen=True)
@@ -100,17 +103,92 @@ def record_json(entry: records.AgentRecord) -> dict[str, Any]:
     return {"event": record_event_name(entry), **entry.model_dump(mode="json")}
 
 
-def run_agent(  # noqa: PLR0913 - the command line's options, passed through
+@dataclass
+class AgentSession:
+    """One session opened for agent runs in this process: its parts, its claim, its runs."""
+
+    home: Home
+    journal: Journal
+    session_id: SessionId
+    new: bool
+    settings: LoopSettings
+    providers: ProviderSet
+    dispatcher: Dispatcher
+    secrets: frozenset[str]
+    view: RunView
+    current: AgentDriver | None = None
+    """The driver of the run in progress, if one is: what steering and an abort reach."""
+
+    async def run(self, prompt: str) -> RunOutcome:
+        """One run on `prompt`; a later run continues the same session's transcript."""
+        scope = begin_run(self.journal, self.home.root, self.session_id, new=self.new)
+        self.new = False
+        answer = _Answer()
+        view = self.view
+
+        def on_records(entries: Sequence[records.AgentRecord]) -> None:
+            answer.take(entries)
+            view.on_records(entries)
+
+        def on_call(step: RunCalls) -> None:
+            view.on_calls(step.calls, step.parallel)
+
+        self.current = AgentDriver(
+            journal=self.journal,
+            dispatcher=self.dispatcher,
+            scope=scope,
+            settings=self.settings,
+            providers=self.providers,
+            clock=SystemClock(),
+            hooks=AgentHooks(on_text=view.on_text, on_records=on_records, on_call=on_call),
+            log=SessionLog(scope.envelope.log, self.secrets),
+        )
+        try:
+            finished = await self.current.run(prompt)
+        except BaseException:
+            _end_if_live(self.journal, scope)  # synchronous: no cancellation reaches it
+            raise
+        finally:
+            self.current = None
+        return RunOutcome(
+            session_id=scope.session_id,
+            run_id=str(scope.run_id),
+            reason=finished.reason,
+            detail=finished.detail,
+            answer=answer.text,
+        )
+
+    async def run_until_sigint(self, prompt: str) -> RunOutcome:
+        """As `run`, with Ctrl-C (SIGINT) aborting the run instead of stopping the process."""
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._abort_on_sigint)
+            try:
+                outcome = await self.run(prompt)
+            finally:
+                tasks.cancel_scope.cancel()
+        return outcome
+
+    async def _abort_on_sigint(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT) as signals:
+            async for _signal in signals:
+                if self.current is not None:
+                    self.current.abort()
+
+
+@contextmanager
+def agent_session(
     home: Home,
-    prompt: str,
     *,
     session: str | None = None,
     model: str | None = None,
     approve: bool = False,
     view: RunView | None = None,
-) -> RunOutcome:
-    """Run the agent once on `prompt` in a new session or the one named; how it ended."""
-    view = view or RunView()
+) -> Iterator[AgentSession]:
+    """Build every part, then open (or create) the session and claim it for this process.
+
+    Everything that can be refused (config, model, scripts, the session's name) is checked
+    before the journal is opened, so a refusal writes nothing.
+    """
     config = home_config(home)
     tools, policy = first_party_tools(config, home), pipeline_policy(home, config)
     chain, failover = failover_chain(config, model)
@@ -134,68 +212,48 @@ def run_agent(  # noqa: PLR0913 - the command line's options, passed through
     claim = None
     try:
         claim = SessionClaims(home).claim(session_id)
-        scope = begin_run(journal, home.root, session_id, new=new)
+        if not new:
+            _recover(journal, session_id)
         dispatcher = build_dispatcher(
             journal, tools, policy, command_line_approver(approve=approve)
         )
-        answer = _Answer()
-
-        def on_records(entries: Sequence[records.AgentRecord]) -> None:
-            answer.take(entries)
-            view.on_records(entries)
-
-        def on_call(step: RunCalls) -> None:
-            view.on_calls(step.calls)
-
-        driver = AgentDriver(
+        yield AgentSession(
+            home=home,
             journal=journal,
-            dispatcher=dispatcher,
-            scope=scope,
+            session_id=session_id,
+            new=new,
             settings=settings,
             providers=providers,
-            clock=SystemClock(),
-            hooks=AgentHooks(on_text=view.on_text, on_records=on_records, on_call=on_call),
-            log=SessionLog(scope.envelope.log, policy.secrets),
+            dispatcher=dispatcher,
+            secrets=policy.secrets,
+            view=view or RunView(),
         )
-        finished = _drive(journal, scope, driver, providers, prompt)
     finally:
+        anyio.run(providers.aclose)
         if claim is not None:
             claim.release()
         journal.close()
-    return RunOutcome(
-        session_id=scope.session_id,
-        run_id=str(scope.run_id),
-        reason=finished.reason,
-        detail=finished.detail,
-        answer=answer.text,
-    )
 
 
-def _drive(
-    journal: Journal, scope: RunScope, driver: AgentDriver, providers: ProviderSet, prompt: str
-) -> Finished:
-    async def main() -> Finished:
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(_abort_on_sigint, driver)
-            try:
-                finished = await driver.run(prompt)
-            finally:
-                tasks.cancel_scope.cancel()
-                with anyio.CancelScope(shield=True):
-                    await providers.aclose()
-        return finished
-
-    try:
-        return anyio.run(main)
-    except BaseException:
-        _end_if_live(journal, scope)
-        raise
+def run_agent(  # noqa: PLR0913 - the command line's options, passed through
+    home: Home,
+    prompt: str,
+    *,
+    session: str | None = None,
+    model: str | None = None,
+    approve: bool = False,
+    view: RunView | None = None,
+) -> RunOutcome:
+    """Run the agent once on `prompt` in a new session or the one named; how it ended."""
+    with agent_session(home, session=session, model=model, approve=approve, view=view) as opened:
+        return anyio.run(opened.run_until_sigint, prompt)
 
 
-async def _abort_on_sigint(driver: AgentDriver) -> None:
-    with anyio.open_signal_receiver(signal.SIGINT) as signals:
-        async for _signal in signals:
-            driver.abort()
+def _recover(journal: Journal, session_id: SessionId) -> None:
+    """End as crashed the runs a process that died left live: this process holds the claim."""
+    session = journal.session(session_id)
+    if any(run.ended is None for run in session.runs.values()):
+        journal.update_session(session_id, settle)
 
 
 def _end_if_live(journal: Journal, scope: RunScope) -> None:

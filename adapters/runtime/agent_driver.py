@@ -98,13 +98,23 @@ class AgentDriver:
 
     # -- what a front end calls ------------------------------------------------------------
 
-    def steer(self, text: str, *, follow_up: bool = False) -> None:
-        """Queue a user message: taken at the next safe point (or, a follow-up, at the end)."""
-        self._send.send_nowait(UserSpoke(text, follow_up=follow_up))
+    def steer(self, text: str, *, follow_up: bool = False) -> bool:
+        """Queue a user message: taken at the next safe point (or, a follow-up, at the end).
 
-    def abort(self) -> None:
-        """Abort the run: the model stream and running calls are cancelled."""
-        self._send.send_nowait(_Abort())
+        False once the run has ended: the message was not taken.
+        """
+        return self._post(UserSpoke(text, follow_up=follow_up))
+
+    def abort(self) -> bool:
+        """Abort the run: the model stream and running calls are cancelled (False if ended)."""
+        return self._post(_Abort())
+
+    def _post(self, item: _Item) -> bool:
+        try:
+            self._send.send_nowait(item)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return False
+        return True
 
     async def run(self, prompt: str) -> Finished:
         """Run the loop from the user's `prompt` until it ends; the end and its reason."""
@@ -113,13 +123,14 @@ class AgentDriver:
         transcript = self.journal.transcript(self.scope.session_id)
         loop = AgentLoop(self.settings, transcript, last_prefix_digest=session.prompt_digest)
         decision = loop.begin(prompt)
-        while True:
-            await self._record(decision)
-            step = decision.step
-            if isinstance(step, Finished):
-                return step
-            fact = await self._perform(loop, step)
-            decision = loop.decide(fact)
+        with self._send, self._receive:
+            while True:
+                await self._record(decision)
+                step = decision.step
+                if isinstance(step, Finished):
+                    return step
+                fact = await self._perform(loop, step)
+                decision = loop.decide(fact)
 
     # -- steps -----------------------------------------------------------------------------
 
