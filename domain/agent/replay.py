@@ -216,10 +216,12 @@ def _next_fact(replay: _Replay, step: Step) -> Fact | None:  # noqa: PLR0911 - o
 
 def _gathered(replay: _Replay) -> Fact | None:
     offset, prefix = 0, replay.prefix
-    record = replay.peek()
+    while isinstance(replay.peek(offset), records.Appended):  # queued messages, taken first
+        offset += 1
+    record = replay.peek(offset)
     if isinstance(record, records.PrefixSet):
         prefix = PrefixState(record.prefix, record.tools, record.parallel_safe, record.digest)
-        offset = 1
+        offset += 1
     begun = replay.peek(offset)
     if isinstance(begun, records.TurnBegun):
         return PromptGathered(
