@@ -113,10 +113,16 @@ class AgentRig:
         return RunView(on_text=self.text.append, on_records=on_records, on_calls=on_calls)
 
     def run(
-        self, *prompts: str, session: str | None = None, model: str | None = None
+        self,
+        *prompts: str,
+        session: str | None = None,
+        model: str | None = None,
+        approve: bool = False,
     ) -> list[RunOutcome]:
         """Run the agent once per prompt in one session (new unless named)."""
-        with agent_session(self.home, session=session, model=model, view=self.view()) as opened:
+        with agent_session(
+            self.home, session=session, model=model, approve=approve, view=self.view()
+        ) as opened:
             self.opened = opened
 
             async def main() -> list[RunOutcome]:

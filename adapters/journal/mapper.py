@@ -7,7 +7,6 @@ methods as they are read.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any, ClassVar
 from uuid import UUID
 
@@ -116,8 +115,17 @@ class CatalogMapper(Mapper[UUID]):
             raise UndecodableEventError(msg) from None
 
 
-@cache
+_DEFAULTS: dict[tuple[str, str], object] = {}
+
+
 def _default_of(event_type: type[DomainEvent], path: str) -> object:
+    key = (event_type.TOPIC, path)
+    if key not in _DEFAULTS:
+        _DEFAULTS[key] = _default_in(event_type, path)
+    return _DEFAULTS[key]
+
+
+def _default_in(event_type: type[DomainEvent], path: str) -> object:
     owner: type[BaseModel] = event_type
     *parents, name = path.split(".")
     for parent in parents:
