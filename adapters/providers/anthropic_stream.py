@@ -129,11 +129,17 @@ class StreamAssembly:
     def _reported_usage(self) -> Usage | None:
         if not self._usage:
             return None
+        read = self._usage.get("cache_read_input_tokens")
+        written = self._usage.get("cache_creation_input_tokens")
+        uncached = self._usage.get("input_tokens")
+        # Anthropic counts the cached part apart; the port's input is the whole prompt, as
+        # OpenAI's prompt_tokens is, so a context decision reads the same for both.
+        whole = None if uncached is None else uncached + (read or 0) + (written or 0)
         return Usage(
-            input_tokens=self._usage.get("input_tokens"),
+            input_tokens=whole,
             output_tokens=self._usage.get("output_tokens"),
-            cache_read_tokens=self._usage.get("cache_read_input_tokens"),
-            cache_write_tokens=self._usage.get("cache_creation_input_tokens"),
+            cache_read_tokens=read,
+            cache_write_tokens=written,
         )
 
 

@@ -36,6 +36,7 @@ class Usage(Value):
     """Tokens as the provider counted them; None where it did not say."""
 
     input_tokens: int | None = None
+    """The whole prompt, its cached part included (providers that count it apart add it)."""
     output_tokens: int | None = None
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None

@@ -63,7 +63,7 @@ async def test_a_text_reply_streams_and_the_request_is_recorded(
     assert ["Hello ", "from ", "the ", "fake."] == pieces
     assert ("Hello from the fake.", FinishReason.STOP) == (reply.text, reply.finish)
     assert (
-        Usage(input_tokens=25, output_tokens=7, cache_read_tokens=0, cache_write_tokens=1200)
+        Usage(input_tokens=1225, output_tokens=7, cache_read_tokens=0, cache_write_tokens=1200)
         == reply.usage
     )
     [recorded] = fake.requests

@@ -363,7 +363,7 @@ async def test_a_tool_turn_cut_by_max_tokens_is_a_length_finish() -> None:
 
 @pytest.mark.anyio
 async def test_usage_reports_input_output_and_cache_tokens() -> None:
-    """Input and cache counts come from message_start, output from message_delta."""
+    """Input (the cached parts added in) and cache counts from message_start, output later."""
     usage = {
         "input_tokens": 40,
         "output_tokens": 1,
@@ -374,7 +374,7 @@ async def test_usage_reports_input_output_and_cache_tokens() -> None:
     reply = await reply_to(streamed([start(usage), *text_block(0, "x"), *end(output_tokens=17)]))
 
     assert (
-        Usage(input_tokens=40, output_tokens=17, cache_read_tokens=3000, cache_write_tokens=200)
+        Usage(input_tokens=3240, output_tokens=17, cache_read_tokens=3000, cache_write_tokens=200)
         == reply.usage
     )
 
