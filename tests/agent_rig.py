@@ -83,15 +83,15 @@ class AgentRig:
     home: Home
     seen: list[records.AgentRecord] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
-    triggers: list[tuple[Callable[[records.AgentRecord], bool], Callable[[AgentSession], None]]] = (
-        field(default_factory=list)
-    )
+    triggers: list[
+        tuple[Callable[[records.AgentRecord], bool], Callable[[AgentSession], object]]
+    ] = field(default_factory=list)
     opened: AgentSession | None = None
     batches: list[tuple[tuple[str, ...], bool]] = field(default_factory=list)
     """Each batch launched: its call ids, and whether they ran together."""
 
     def when(
-        self, matches: Callable[[records.AgentRecord], bool], act: Callable[[AgentSession], None]
+        self, matches: Callable[[records.AgentRecord], bool], act: Callable[[AgentSession], object]
     ) -> None:
         """Once a record matching `matches` is durable, do `act` (steer, abort) once."""
         self.triggers.append((matches, act))
@@ -140,3 +140,19 @@ class AgentRig:
     def of(self, kind: type[Any]) -> list[Any]:
         """The records of one kind the runs showed, in order."""
         return [r for r in self.seen if isinstance(r, kind)]
+
+
+def steer(text: str, *, follow_up: bool = False) -> Callable[[AgentSession], object]:
+    """An action that sends `text` to the run in progress."""
+
+    def act(opened: AgentSession) -> object:
+        assert opened.current is not None
+        return opened.current.steer(text, follow_up=follow_up)
+
+    return act
+
+
+def abort(opened: AgentSession) -> object:
+    """The action that aborts the run in progress."""
+    assert opened.current is not None
+    return opened.current.abort()

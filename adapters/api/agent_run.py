@@ -150,6 +150,8 @@ class AgentSession:
             raise
         finally:
             self.current = None
+            with anyio.CancelScope(shield=True):
+                await self.providers.aclose()
         return RunOutcome(
             session_id=scope.session_id,
             run_id=str(scope.run_id),
@@ -229,7 +231,6 @@ def agent_session(
             view=view or RunView(),
         )
     finally:
-        anyio.run(providers.aclose)
         if claim is not None:
             claim.release()
         journal.close()

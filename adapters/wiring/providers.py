@@ -75,12 +75,16 @@ class ProviderSet:
         return profile_key(self._secrets, self._home.secrets, profile, self._environ)
 
     async def aclose(self) -> None:
-        """Close every provider's connections."""
+        """Close every provider's connections; each opens new ones when next asked.
+
+        The providers themselves are kept (a scripted one keeps its place in its script),
+        so a session can close its connections at the end of each run, in the event loop
+        that opened them.
+        """
         for provider in self._made.values():
             close = getattr(provider, "aclose", None)
             if close is not None:
                 await close()
-        self._made.clear()
 
 
 class _Unknown:

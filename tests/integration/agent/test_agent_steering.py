@@ -17,10 +17,10 @@ from domain.session.events import MessageAppended, ToolReceiptRecorded
 from domain.values.conversation import MessageRole
 from domain.values.receipts import OutcomeCategory
 from domain.values.runs import RunEndReason
-from tests.agent_rig import AgentRig, agent_home, reply
+from tests.agent_rig import AgentRig, abort, agent_home, reply, steer
 
 
-def asked(turn: int) -> object:
+def asked(turn: int) -> Callable[[records.AgentRecord], bool]:
     """A trigger on the model being asked in `turn`."""
     return lambda r: isinstance(r, records.ModelAsked) and r.turn == turn
 
@@ -53,7 +53,7 @@ def test_steering_during_a_model_request_skips_the_calls_not_yet_launched(tmp_pa
         reply("Checking b instead."),
     ]
     rig = AgentRig(agent_home(tmp_path, steps))
-    rig.when(asked(1), lambda s: s.current.steer("look at b instead"))  # type: ignore[union-attr]
+    rig.when(asked(1), steer("look at b instead"))
 
     [outcome] = rig.run("look at a")
 
@@ -74,7 +74,7 @@ def test_steering_between_sequential_calls_skips_only_those_not_started(tmp_path
     ]
     rig = AgentRig(agent_home(tmp_path, [reply("", *writes), reply("Stopped.")]))
     # Sent as the batch is about to launch: it is taken while the first write runs.
-    rig.when(has_calls, lambda s: s.current.steer("stop writing"))  # type: ignore[union-attr]
+    rig.when(has_calls, steer("stop writing"))
 
     [outcome] = rig.run("write two files")
 
@@ -89,7 +89,7 @@ def test_a_follow_up_continues_the_same_run_once_the_model_answers(tmp_path: Pat
     """A follow-up waits for the answer, then the model is asked again in the same run."""
     steps = [{"delay": 0.3}, reply("First answer."), reply("Second answer.")]
     rig = AgentRig(agent_home(tmp_path, steps))
-    rig.when(asked(1), lambda s: s.current.steer("and then?", follow_up=True))  # type: ignore[union-attr]
+    rig.when(asked(1), steer("and then?", follow_up=True))
 
     [outcome] = rig.run("question")
 
@@ -105,7 +105,7 @@ def test_an_abort_during_a_model_request_ends_the_run_and_the_session_continues(
     """The stream is cancelled, no reply enters the transcript, and the next run answers."""
     steps = [{"delay": 5}, reply("Too late."), reply("Here now.")]
     rig = AgentRig(agent_home(tmp_path, steps))
-    rig.when(asked(1), lambda s: s.current.abort())  # type: ignore[union-attr]
+    rig.when(asked(1), abort)
 
     first, second = rig.run("slow question", "try again")
 
@@ -122,7 +122,7 @@ def test_an_abort_during_a_tool_call_cancels_it_and_answers_the_call(tmp_path: P
     project = tmp_path / "proj"
     call = ("s1", "shell_execute", {"command": "sleep 20", "cwd": str(project)})
     rig = AgentRig(agent_home(tmp_path, [reply("", call), reply("unused")]))
-    rig.when(has_calls, lambda s: later(0.5, s.current.abort))  # type: ignore[union-attr]
+    rig.when(has_calls, lambda s: later(0.5, lambda: abort(s)))
 
     [outcome] = rig.run("run a slow command", approve=True)
 
