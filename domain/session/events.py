@@ -263,7 +263,7 @@ class RunEnded(SessionEvent):
 
     TOPIC: ClassVar[str] = "ledgerclaw.session.run_ended"
     KEY_FIELDS = ("run_id", "reason", "detail")
-    SPARSE_FIELDS = ("detail",)
+    SPARSE_FIELDS: ClassVar[tuple[str, ...]] = ("detail",)
 
     run_id: RunId
     reason: RunEndReason

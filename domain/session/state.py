@@ -67,6 +67,10 @@ class SessionSnapshot(AggregateSnapshot):
     """A Session at one version."""
 
     TOPIC: ClassVar[str] = "ledgerclaw.session.snapshot"
-    SPARSE_FIELDS = ("state.agent_turn", "state.pending_calls", "state.prompt_digest")
+    SPARSE_FIELDS: ClassVar[tuple[str, ...]] = (
+        "state.agent_turn",
+        "state.pending_calls",
+        "state.prompt_digest",
+    )
 
     state: SessionSnapshotState

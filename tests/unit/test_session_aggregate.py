@@ -18,6 +18,7 @@ from domain.session.events import (
     RunEnded,
     RunStarted,
     SessionClosed,
+    SessionEvent,
     SessionOpened,
     StorageBound,
     WriterClaimed,
@@ -236,7 +237,8 @@ def test_end_run_ends_the_writer_and_its_open_attempts() -> None:
     """Ending the writer records RunEnded, clears the writer and closes its attempts."""
     given = history(writer(), evaluated(PolicyDecision.ALLOW))
     new = when(given, lambda s: s.end_run(RUN, RunEndReason.NATURAL))
-    assert [AttemptOutcomeMarkedUnknown, RunEnded] == kinds(new)
+    expected: list[type[SessionEvent]] = [AttemptOutcomeMarkedUnknown, RunEnded]
+    assert expected == kinds(new)
     session = after(given, new)
     assert session.writer is None
     assert RunEndReason.NATURAL == session.runs[RUN].ended
