@@ -15,6 +15,7 @@ from adapters.api.verify import verify
 from adapters.wiring.home import current_home
 from cli import render, render_read_models, render_verify
 from cli.backup_cmd import backup_app
+from cli.chat_cmd import chat as chat_command
 from cli.common import JSON_OPTION, expected_errors
 from cli.config_cmd import config_app
 from cli.daemon_cmd import daemon_app, mcp_app
@@ -56,6 +57,7 @@ app.add_typer(projections_app, name="projections")
 app.add_typer(config_app, name="config")
 app.add_typer(models_app, name="models")
 app.command("run")(run_command)
+app.command("chat")(chat_command)
 app.add_typer(daemon_app, name="daemon")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(approvals_app, name="approvals")

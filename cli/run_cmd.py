@@ -87,7 +87,8 @@ def _json_view() -> RunView:
     return RunView(on_records=emit)
 
 
-def _terminal_view() -> RunView:
+def terminal_view() -> RunView:
+    """The view that streams the answer and prints a line per call and outcome."""
     view = TerminalView()
     return RunView(on_text=view.text, on_records=view.outcomes, on_calls=view.calls)
 
@@ -103,7 +104,7 @@ def run(
     ),
 ) -> None:
     """Run the agent once on PROMPT: stream its answer and each tool call's outcome."""
-    view = _json_view() if json_output else _terminal_view()
+    view = _json_view() if json_output else terminal_view()
     outcome = run_agent(
         current_home(), prompt, session=session, model=model, approve=approve, view=view
     )

@@ -14,8 +14,6 @@ from pathlib import Path
 from adapters.config.credentials import profile_key
 from adapters.config.loading import secrets_file
 from adapters.home import Home
-from adapters.providers.anthropic_messages import AnthropicProvider
-from adapters.providers.openai_chat import OpenAICompatProvider
 from adapters.providers.scripted import ScriptedProvider
 from adapters.settings.agent import ModelSettings, ProviderKind
 from adapters.settings.config_file import Config
@@ -66,8 +64,14 @@ class ProviderSet:
             if not script.is_absolute():
                 script = self._home.config.parent / script
             return ScriptedProvider.from_file(script)
+        # The SDKs are imported only when a model of theirs is asked: every other command
+        # starts without them.
         if model.provider is ProviderKind.ANTHROPIC:
+            from adapters.providers.anthropic_messages import AnthropicProvider  # noqa: PLC0415
+
             return AnthropicProvider(model.base_url, self.key_for)
+        from adapters.providers.openai_chat import OpenAICompatProvider  # noqa: PLC0415
+
         return OpenAICompatProvider(model.base_url, self.key_for)
 
     def key_for(self, profile: str) -> str:
