@@ -106,6 +106,7 @@ def test_replay_verify_says_identical_for_a_run() -> None:
     assert "identical" == out.splitlines()[-1]
 
 
+@pytest.mark.tampered
 def test_replay_verify_names_the_divergence_of_a_tampered_recording(notes_home: Path) -> None:
     """An edited tool result changes the next request: its event and digest are named."""
     _code, _out, err = invoke("run", "what do my notes say?")
