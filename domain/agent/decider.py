@@ -159,6 +159,8 @@ class AgentLoop:
         self._pending: list[int] = []
         self._turn_results: list[CallResult] = []
         self._parallel_safe: frozenset[str] = frozenset()
+        self._measured: tuple[int, int] | None = None
+        """The tokens the provider counted up to the last reply, and the messages then."""
 
     @property
     def turn(self) -> int:
@@ -246,7 +248,7 @@ class AgentLoop:
                 at=fact.at,
             )
         )
-        estimated = estimate_tokens(canonical_json(request.model_dump(mode="json")))
+        estimated = self._estimate(request)
         window, reserve = self.settings.context_window, self.settings.output_reserve
         if not request_fits(estimated, window, reserve):
             detail = (
@@ -299,8 +301,7 @@ class AgentLoop:
             out.append(records.TurnClosed(turn=self.turn))
             detail = surfaced_error_text(decision.attempts)[:2000]
             return self._end(out, RunEndReason.PROVIDER_ERROR, detail)
-        estimated = estimate_tokens(canonical_json(self._request.model_dump(mode="json")))
-        out.append(self._asked(decision.candidate, self._request, estimated))
+        out.append(self._asked(decision.candidate, self._request, self._estimate(self._request)))
         return Decision(tuple(out), AskModel(decision.candidate, self._request, decision.wait))
 
     def _replied(self, fact: Replied) -> Decision:
@@ -319,6 +320,9 @@ class AgentLoop:
         self.messages.append(message)
         out: list[records.AgentRecord] = [answered, records.Appended(message=message)]
         self._reply = reply
+        if reply.usage is not None and reply.usage.input_tokens is not None:
+            counted = reply.usage.input_tokens + (reply.usage.output_tokens or 0)
+            self._measured = (counted, len(self.messages))
         if not reply.tool_calls:
             out.append(records.TurnClosed(turn=self.turn))
             if self.queue:
@@ -363,6 +367,15 @@ class AgentLoop:
         return self._end(out, RunEndReason.ABORT, "the user aborted the run")
 
     # -- helpers ---------------------------------------------------------------------------
+
+    def _estimate(self, request: ModelRequest) -> int:
+        """The request's tokens: the provider's count so far wins, plus estimates of the rest."""
+        whole = estimate_tokens(canonical_json(request.model_dump(mode="json")))
+        if self._measured is None:
+            return whole
+        counted, upto = self._measured
+        later = [m.model_dump(mode="json") for m in self.messages[upto:]]
+        return counted + estimate_tokens(canonical_json(later)) if later else counted
 
     def _launch(self, *, parallel: bool) -> RunCalls:
         assert self._reply is not None  # noqa: S101 - calls come from the last reply
