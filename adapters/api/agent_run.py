@@ -12,6 +12,7 @@ import signal
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -38,6 +39,7 @@ from domain.ids import SessionId
 from domain.ports import Journal
 from domain.session.agent import EVENT_OF
 from domain.session.events import MessageAppended, RunEnded
+from domain.values.audience import SessionKind
 from domain.values.conversation import MessageRole, ToolCallRequest
 from domain.values.runs import RunEndReason
 
@@ -141,7 +143,7 @@ class AgentSession:
             providers=self.providers,
             clock=SystemClock(),
             hooks=AgentHooks(on_text=view.on_text, on_records=on_records, on_call=on_call),
-            log=SessionLog(scope.envelope.log, self.secrets),
+            log=SessionLog(run_log(scope), self.secrets),
         )
         try:
             finished = await self.current.run(prompt)
@@ -248,6 +250,13 @@ def run_agent(  # noqa: PLR0913 - the command line's options, passed through
     """Run the agent once on `prompt` in a new session or the one named; how it ended."""
     with agent_session(home, session=session, model=model, approve=approve, view=view) as opened:
         return anyio.run(opened.run_until_sigint, prompt)
+
+
+def run_log(scope: RunScope) -> Path:
+    """The raw log a run writes: the session's, or a subagent run's own."""
+    if scope.kind is SessionKind.SUBAGENT:
+        return scope.envelope.run_root(scope.run_id) / "logs" / "session.log"
+    return scope.envelope.log
 
 
 def _recover(journal: Journal, session_id: SessionId) -> None:

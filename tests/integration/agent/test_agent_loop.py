@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from adapters.api.agent_run import run_log
 from adapters.api.agent_verify import session_events
+from adapters.fs.envelope import Envelope
+from adapters.pipeline.context import RunScope
 from domain.agent import records
 from domain.agent.finish import FinishReason
 from domain.agent.pairing import NotRun
+from domain.ids import RunId, SessionId
 from domain.session.events import AuthorizationAttemptStarted, MessageAppended
+from domain.values.audience import Audience, SessionKind
 from domain.values.conversation import MessageRole
 from domain.values.receipts import OutcomeCategory
 from domain.values.runs import RunEndReason
@@ -152,3 +157,14 @@ def test_a_second_run_continues_the_same_transcript(tmp_path: Path) -> None:
     check = rig.verified(first.session_id)
     assert 2 == len(check.runs)
     assert check.identical
+
+
+def test_a_subagent_run_logs_to_its_own_file_and_a_main_run_to_the_sessions() -> None:
+    """A child run's raw log is under subagents/RUN/logs; a main run's is the session's."""
+    envelope = Envelope(Path("/srv/home/sessions/ses_1"))
+    run_id = RunId.new()
+    main = RunScope(SessionId.new(), run_id, SessionKind.MAIN, Audience.PERSONAL, envelope)
+    child = RunScope(SessionId.new(), run_id, SessionKind.SUBAGENT, Audience.PERSONAL, envelope)
+
+    assert envelope.log == run_log(main)
+    assert envelope.root / "subagents" / str(run_id) / "logs" / "session.log" == run_log(child)
