@@ -27,10 +27,12 @@ APPROVE_OPTION = typer.Option(
 
 
 class TerminalView:
-    """Streams the answer and prints one line per tool call and outcome."""
+    """Streams the answer and prints one line per tool call with its outcome."""
 
     def __init__(self) -> None:
         self._streaming = False
+        self._calls: tuple[ToolCallRequest, ...] = ()
+        self._together = False
 
     def text(self, piece: str) -> None:
         """Write a streamed piece of the answer as it comes."""
@@ -39,12 +41,10 @@ class TerminalView:
         sys.stdout.flush()
 
     def calls(self, calls: Sequence[ToolCallRequest], together: bool) -> None:
-        """A line per call about to run (a batch that runs together is marked so)."""
+        """Note a batch about to run: its calls' lines are printed with their outcomes."""
+        del calls
         self._end_text()
-        for call in calls:
-            arguments = render.one_line(orjson.dumps(call.arguments).decode())
-            mark = "⇉" if together else "→"
-            render.line(f"{mark} {call.name} {render.cut_middle(arguments, 100)}", "cyan")
+        self._together = together
 
     def outcomes(self, entries: Sequence[records.AgentRecord]) -> None:
         """A line for each outcome a person should see."""
@@ -55,11 +55,10 @@ class TerminalView:
                 render.line(*line)
 
     def _line(self, entry: records.AgentRecord) -> tuple[str, str] | None:
+        if isinstance(entry, records.Appended) and entry.message.tool_calls:
+            self._calls, self._together = entry.message.tool_calls, False
         if isinstance(entry, records.CallAnswered):
-            if entry.not_run is not None:
-                return f"  {entry.call_id}: not run ({entry.not_run})", "yellow"
-            style = "red" if entry.failed else "green"
-            return f"  {entry.call_id}: {entry.outcome}", style
+            return self._call_line(entry)
         if isinstance(entry, records.ModelAttemptFailed):
             status = f" HTTP {entry.status}" if entry.status is not None else ""
             who = f"{entry.provider}/{entry.model} ({entry.profile})"
@@ -70,6 +69,17 @@ class TerminalView:
             detail = f": {entry.detail}" if entry.detail else ""
             return f"[run ended: {entry.reason}{detail}]", "dim"
         return None
+
+    def _call_line(self, entry: records.CallAnswered) -> tuple[str, str]:
+        """`→ NAME ARGUMENTS  OUTCOME`, one line per call (`⇉` when its batch ran together)."""
+        call = self._calls[entry.position] if entry.position < len(self._calls) else None
+        name = call.name if call is not None else entry.call_id
+        arguments = "" if call is None else orjson.dumps(call.arguments).decode()
+        shown = render.cut_middle(render.one_line(arguments), 80)
+        mark = "⇉" if self._together else "→"
+        if entry.not_run is not None:
+            return f"{mark} {name} {shown}  not run: {entry.not_run}", "yellow"
+        return f"{mark} {name} {shown}  {entry.outcome}", "red" if entry.failed else "green"
 
     def _end_text(self) -> None:
         if self._streaming:
