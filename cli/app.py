@@ -188,7 +188,7 @@ def replay(
     ),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Show a session's timeline, or its state at event N, or verify its agent runs.
+    """Show a session's timeline or its state at event N, or verify it.
 
     The timeline has one line per event; --at N rebuilds the state from the first N events;
     --verify replays every agent run from its journaled replies and results, prints
@@ -226,14 +226,19 @@ def replay(
 
 @app.command("doctor")
 @expected_errors
-def doctor(json_output: bool = JSON_OPTION) -> None:
-    """Check the home, its configuration and the journal.
+def doctor(
+    offline: bool = typer.Option(
+        False, "--offline", help="Ask no model's server for its catalog: skip those checks."
+    ),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Check the home, configuration, models and journal.
 
     Creates the home and an empty journal when they are missing.
     """
     home = current_home()
     with render.progress_bar("decoding events") as update:
-        report = run_doctor(home, update)
+        report = run_doctor(home, update, offline=offline)
     if json_output:
         render.emit_json(report.model_dump(mode="json") | {"ok": report.ok})
     else:

@@ -22,7 +22,7 @@ from adapters.api.chat import ChatEvent, ChatNotices, EndOfInput, Interrupt, Lin
 from adapters.wiring.home import current_home
 from cli import render
 from cli.common import expected_errors
-from cli.run_cmd import APPROVE_OPTION, MODEL_OPTION, SESSION_OPTION, terminal_view
+from cli.run_cmd import approve_option, model_option, session_option, terminal_view
 
 CONTINUATION = "\\"
 
@@ -62,11 +62,15 @@ def _prompt() -> None:
 
 @expected_errors
 def chat(
-    session: str | None = SESSION_OPTION,
-    model: str | None = MODEL_OPTION,
-    approve: bool = APPROVE_OPTION,
+    session: str | None = session_option(),
+    model: str | None = model_option(),
+    approve: bool = approve_option(),
 ) -> None:
-    """Talk with the agent: type while it works to steer it, Ctrl-C aborts the turn."""
+    """Talk with the agent in the terminal, one run per message.
+
+    Typing while a run works steers it; a line ending with a backslash continues on the next.
+    Ctrl-C aborts the running turn, a second Ctrl-C leaves, and so do Ctrl-D and /exit.
+    """
     with agent_session(
         current_home(), session=session, model=model, approve=approve, view=terminal_view()
     ) as opened:

@@ -1,4 +1,4 @@
-"""`ledgerclaw models list`: the configured model candidates; CLI layer."""
+"""`ledgerclaw models list`: the configured model candidates and their resolution; CLI layer."""
 
 from __future__ import annotations
 
@@ -11,12 +11,17 @@ from cli.common import JSON_OPTION, expected_errors
 
 models_app = typer.Typer(help="The models the agent may ask.")
 
+OFFLINE_OPTION = typer.Option(
+    False, "--offline", help="Ask no server for its catalog: every resolution is not checked."
+)
+
 MODEL_COLUMNS = (
     tables.word("name"),
     tables.word("role"),
     tables.word("provider"),
     tables.text("model"),
     tables.text("credentials"),
+    tables.text("resolution"),
     tables.number("window", optional=True),
     tables.text("address", optional=True),
 )
@@ -24,9 +29,15 @@ MODEL_COLUMNS = (
 
 @models_app.command("list")
 @expected_errors
-def list_(json_output: bool = JSON_OPTION) -> None:
-    """List the configured models, their place in the chain and credentials."""
-    rows = list_models(current_home())
+def list_(
+    offline: bool = OFFLINE_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """List the configured models and whether each resolves.
+
+    Each model's server is asked for its catalog (5 s each, all at once) unless --offline.
+    """
+    rows = list_models(current_home(), live=not offline)
     if json_output:
         render.emit_json(rows)
         return
@@ -40,6 +51,8 @@ def list_(json_output: bool = JSON_OPTION) -> None:
             "provider": row["provider"],
             "model": row["model"],
             "credentials": ", ".join(f"{p} {s}" for p, s in row["credentials"].items()),
+            "resolution": row["resolution"]
+            + (f" ({row['resolution_detail']})" if row["resolution_detail"] else ""),
             "window": f"{row['context_window']:,}",
             "address": row["base_url"] or "",
         }

@@ -276,7 +276,7 @@ def doctor(report: DoctorReport) -> None:
     rows: list[dict[str, tables.Cell]] = [
         {
             "check": check.name,
-            "result": _verdict(check.ok, warning=check.warning),
+            "result": _verdict(check.ok, warning=check.warning, skipped=check.skipped),
             "detail": one_line(check.detail),
         }
         for check in report.checks
@@ -286,9 +286,11 @@ def doctor(report: DoctorReport) -> None:
     line(f"{report.events} events, {report.snapshots} snapshots: {summary}")
 
 
-def _verdict(ok: bool, *, warning: bool) -> Text:
+def _verdict(ok: bool, *, warning: bool, skipped: bool = False) -> Text:
     if not ok:
         return Text("FAIL", style="bold red")
+    if skipped:
+        return Text("skip", style="dim")
     return Text("warn", style="yellow") if warning else Text("ok", style="green")
 
 

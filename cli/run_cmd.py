@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import orjson
 import typer
@@ -15,15 +16,32 @@ from cli.common import expected_errors
 from domain.agent import records
 from domain.values.conversation import ToolCallRequest
 
-SESSION_OPTION = typer.Option(
-    None, "--session", help="Continue this session (id or unique prefix); default: a new one."
-)
-MODEL_OPTION = typer.Option(
-    None, "--model", help="Ask this [models.NAME] alone; its profiles rotate, nothing falls back."
-)
-APPROVE_OPTION = typer.Option(
-    False, "--approve", help="Approve every call that asks for consent, without asking."
-)
+
+def session_option() -> Any:  # noqa: ANN401 - typer's option marker
+    """`--session S`, made anew for each command that takes it."""
+    return typer.Option(
+        None,
+        "--session",
+        metavar="S",
+        help="Continue this session (id or unique prefix); default: a new one.",
+    )
+
+
+def model_option() -> Any:  # noqa: ANN401 - typer's option marker
+    """`--model M`, made anew for each command that takes it."""
+    return typer.Option(
+        None,
+        "--model",
+        metavar="M",
+        help="Ask this [models.NAME] alone; its profiles rotate, nothing falls back.",
+    )
+
+
+def approve_option() -> Any:  # noqa: ANN401 - typer's option marker
+    """`--approve`, made anew for each command that takes it."""
+    return typer.Option(
+        False, "--approve", help="Approve every call that asks for consent, without asking."
+    )
 
 
 class TerminalView:
@@ -106,14 +124,19 @@ def terminal_view() -> RunView:
 @expected_errors
 def run(
     prompt: str = typer.Argument(..., help="What to ask the agent."),
-    session: str | None = SESSION_OPTION,
-    model: str | None = MODEL_OPTION,
-    approve: bool = APPROVE_OPTION,
+    session: str | None = session_option(),
+    model: str | None = model_option(),
+    approve: bool = approve_option(),
     json_output: bool = typer.Option(
         False, "--json", help="Print the run's events as JSON lines instead of the answer."
     ),
 ) -> None:
-    """Run the agent once on PROMPT: stream its answer and each tool call's outcome."""
+    """Run the agent once on PROMPT and stream its answer.
+
+    Each tool call is shown with its outcome on one line; the exit code says how the run
+    ended (0 natural, 10 provider_error, 11 tool_loop_terminated, 12 strategy_stop, 13
+    context_exhausted, 14 crashed, 130 abort).
+    """
     view = _json_view() if json_output else terminal_view()
     outcome = run_agent(
         current_home(), prompt, session=session, model=model, approve=approve, view=view

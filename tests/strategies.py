@@ -15,15 +15,15 @@ from eventsourcing.utils import get_topic
 from hypothesis import strategies as st
 from pydantic import JsonValue
 
-from domain.base import DomainEvent
-from domain.devices.aggregate import DeviceRegistry
-from domain.devices.events import DevicePaired, DeviceRegistryCreated, DeviceRevoked, DeviceSeen
-from domain.ids import AttemptId, CallId, DeviceId, OpaqueId, RunId, SessionId, SpillId
 from domain.agent.failover import FailoverAction, FailureKind
 from domain.agent.finish import FinishReason
 from domain.agent.pairing import NotRun
 from domain.agent.records import ChainModel, QueueKind
 from domain.agent.replies import ToolSpec, Usage
+from domain.base import DomainEvent
+from domain.devices.aggregate import DeviceRegistry
+from domain.devices.events import DevicePaired, DeviceRegistryCreated, DeviceRevoked, DeviceSeen
+from domain.ids import AttemptId, CallId, DeviceId, OpaqueId, RunId, SessionId, SpillId
 from domain.session import agent_events
 from domain.session.agent_events import AGENT_EVENTS
 from domain.session.aggregate import Session

@@ -1,15 +1,16 @@
-"""Health checks of a home: config, journal identity, integrity, decodable events; adapter layer."""
+"""Health checks of a home: config, models, journal identity, integrity, events; adapter layer."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from pathlib import Path
 
 from eventsourcing.persistence import StoredEvent
 from pydantic import BaseModel
 
+from adapters.api.model_checks import ModelResolution, Resolution, resolve_models
 from adapters.config.loading import check_secrets, load_config
 from adapters.config.roots import check_roots, root_warnings, unusable_roots
 from adapters.errors import JournalCorruptError
@@ -45,6 +46,8 @@ class Check(BaseModel):
     detail: str
     warning: bool = False
     """Passed, with something to look at (a missing root): it does not fail the doctor."""
+    skipped: bool = False
+    """Not run (the model checks under `--offline`): it does not fail the doctor."""
 
 
 class DoctorReport(BaseModel):
@@ -187,8 +190,62 @@ def sandbox_check(home: Home, config: Config) -> Check:
     return Check(name="sandbox", ok=True, detail=state)
 
 
-def run_doctor(home: Home, progress: Progress | None = None) -> DoctorReport:
-    """Check `home`, creating it and an empty journal when they do not exist yet."""
+def model_checks(
+    home: Home, config: Config, environ: Mapping[str, str] | None = None, *, offline: bool
+) -> list[Check]:
+    """One check per `[models.NAME]` table: whether its server answers and lists the model.
+
+    Listed passes; answered without it warns; a missing key or a server that cannot be
+    reached or refuses fails. `offline` skips them all without asking anything.
+    """
+    names = list(config.models)
+    if offline:
+        return [_model_check(n, skipped=True, detail="skipped (--offline)") for n in names]
+    try:
+        resolved = resolve_models(config, home, environ)
+    except LedgerclawError as error:
+        return [_model_check(n, ok=False, detail=str(error)) for n in names]
+    return [_resolution_check(n, config, resolved[n]) for n in names]
+
+
+def _resolution_check(name: str, config: Config, found: ModelResolution) -> Check:
+    model = config.models[name].model
+    if found.resolution is Resolution.OK:
+        detail = f"{found.address} lists {model} among {found.catalog_size} models"
+        return _model_check(name, detail=detail)
+    if found.resolution is Resolution.NOT_IN_CATALOG:
+        detail = (
+            f"{found.address} answers but does not list {model} among its"
+            f" {found.catalog_size} models ({found.detail})"
+        )
+        return _model_check(name, warning=True, detail=detail)
+    if found.resolution is Resolution.CREDENTIAL_MISSING:
+        return _model_check(name, ok=False, detail=f"{found.resolution}: {found.detail}")
+    if found.resolution is Resolution.NO_SUCH_PROVIDER:
+        detail = f"{found.resolution} at {found.address}: {found.detail}"
+        return _model_check(name, ok=False, detail=detail)
+    return _model_check(name, detail=found.detail or str(found.resolution))
+
+
+def _model_check(
+    name: str, *, detail: str, ok: bool = True, warning: bool = False, skipped: bool = False
+) -> Check:
+    return Check(
+        name=f"model {name} answers", ok=ok, detail=detail, warning=warning, skipped=skipped
+    )
+
+
+def run_doctor(
+    home: Home,
+    progress: Progress | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    offline: bool = False,
+) -> DoctorReport:
+    """Check `home`, creating it and an empty journal when they do not exist yet.
+
+    Each configured model's server is asked for its catalog unless `offline`.
+    """
     report = DoctorReport(home=str(home.root), database=str(home.database))
     try:
         ensure_home(home)
@@ -209,6 +266,7 @@ def run_doctor(home: Home, progress: Progress | None = None) -> DoctorReport:
     if config is not None:
         report.checks.append(roots_check(home, config))
         report.checks.append(sandbox_check(home, config))
+        report.checks.extend(model_checks(home, config, environ, offline=offline))
     try:
         if config is None:
             if not check_journal_file(home.database):

@@ -1,4 +1,4 @@
-"""The configured model candidates and whether their credentials resolve; adapter layer."""
+"""The configured models, whether their keys resolve and their servers list them; adapters."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from adapters.api.model_checks import not_checked, resolve_models
 from adapters.config.credentials import CredentialMissingError, profile_key
 from adapters.config.loading import load_config, secrets_file
 from adapters.home import Home
@@ -13,15 +14,19 @@ from adapters.settings.agent import ProviderKind
 from adapters.settings.secrets_file import SecretsFile
 
 
-def list_models(home: Home, environ: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
-    """Every `[models.NAME]` table: its role in the chain, wire, address and credentials.
+def list_models(
+    home: Home, environ: Mapping[str, str] | None = None, *, live: bool = False
+) -> list[dict[str, Any]]:
+    """Every `[models.NAME]` table: its role, wire, address, credentials and resolution.
 
     The chain's models come first in their order, then the others by name. A credential is
-    `ok` when its key resolves now; keys themselves are never shown.
+    `ok` when its key resolves now; keys themselves are never shown. With `live`, each
+    server is asked for its catalog (see `model_checks`); else every model is `not checked`.
     """
     config = load_config(home.config)
     secrets = secrets_file(home.secrets)
     env = os.environ if environ is None else environ
+    resolved = resolve_models(config, home, env) if live else not_checked(config, "--offline")
     chain = [name for name in (config.agent.model, *config.agent.fallbacks) if name is not None]
     names = [*chain, *sorted(set(config.models) - set(chain))]
     rows = []
@@ -43,6 +48,9 @@ def list_models(home: Home, environ: Mapping[str, str] | None = None) -> list[di
                     profile: _credential_state(secrets, home, model.provider, profile, env)
                     for profile in model.profiles
                 },
+                "resolution": str(resolved[name].resolution),
+                "resolution_detail": resolved[name].detail,
+                "catalog_size": resolved[name].catalog_size,
             }
         )
     return rows

@@ -49,7 +49,7 @@ def configured(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.mark.usefixtures("configured")
 def test_models_list_json_names_each_models_role_and_credential_state() -> None:
     """The chain comes first in its order; unset or undefined profiles say `missing`."""
-    code, out, _ = invoke("models", "list", "--json")
+    code, out, _ = invoke("models", "list", "--json", "--offline")
 
     assert 0 == code
     rows = json.loads(out)
@@ -58,6 +58,9 @@ def test_models_list_json_names_each_models_role_and_credential_state() -> None:
         ("spare", "fallback 1", {"default": "missing"}),
         ("demo", "unused", {"default": "not needed"}),
     ] == [(r["name"], r["role"], r["credentials"]) for r in rows]
+    assert [("not checked", "--offline", None)] * 3 == [
+        (r["resolution"], r["resolution_detail"], r["catalog_size"]) for r in rows
+    ]
     assert KEY not in out
 
 
@@ -65,13 +68,15 @@ def test_models_list_json_names_each_models_role_and_credential_state() -> None:
 def test_models_list_prints_a_table_that_never_shows_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
     """With the variable set, both of main's profiles are ok; the table holds no key."""
     monkeypatch.setenv("LC_TEST_KEY", "sk-env-fedcba9876543210")
+    monkeypatch.setenv("COLUMNS", "160")
 
-    code, out, _ = invoke("models", "list")
+    code, out, _ = invoke("models", "list", "--offline")
 
     assert 0 == code
     lines = out.splitlines()
     assert "3 model(s)" == lines[0]
     assert "work ok, personal ok" in lines[2]
+    assert "not checked (--offline)" in lines[2]
     assert KEY not in out
 
 
