@@ -100,6 +100,8 @@ def catalog_session(row: dict[str, Any]) -> None:
         ("created", _second(row["created_at"])),
         ("last activity", _second(row["last_activity_at"])),
         ("runs", f"{row['runs']} ({row['live_runs']} live)"),
+        ("last run end", row.get("last_run_end") or "-"),
+        ("model requests", row.get("model_requests") or 0),
         ("messages", row["messages"]),
         ("tool calls", row["tool_calls"]),
         ("denials", row["denials"]),

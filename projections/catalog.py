@@ -6,6 +6,7 @@ from functools import singledispatchmethod
 
 from domain.base import DomainEvent
 from domain.ids import SessionId
+from domain.session.agent_events import ModelRequested
 from domain.session.events import (
     AttemptDenied,
     AuthorizationAttemptStarted,
@@ -41,6 +42,8 @@ SESSIONS = Table(
         "storage_root": str,
         "closed_at": str,
         "close_reason": str,
+        "last_run_end": str,
+        "model_requests": int,
     },
     pk=("session_id",),
     indexes=(("last_activity_at",), ("parent_session_id",)),
@@ -57,7 +60,7 @@ class SessionCatalog:
     """Which sessions exist, who opened them, whether a run is live, and their counts."""
 
     name = "sessions"
-    version = 2
+    version = 3
     tables: tuple[Table, ...] = (SESSIONS,)
 
     @singledispatchmethod
@@ -72,8 +75,8 @@ class SessionCatalog:
         batch.add(
             "INSERT INTO sessions (session_id, session_key, kind, parent_session_id, audience,"
             " client, client_name, client_version, status, created_at, last_activity_at, runs,"
-            " live_runs, messages, tool_calls, denials)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'idle', ?, ?, 0, 0, 0, 0, 0)",
+            " live_runs, messages, tool_calls, denials, model_requests)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'idle', ?, ?, 0, 0, 0, 0, 0, 0)",
             session_of(position),
             event.session_key,
             str(event.kind),
@@ -97,14 +100,21 @@ class SessionCatalog:
         )
 
     @apply.register
-    def _(self, _event: RunEnded, position: Position, batch: Batch) -> None:
+    def _(self, event: RunEnded, position: Position, batch: Batch) -> None:
+        reason = f"{event.reason}: {event.detail}" if event.detail else str(event.reason)
         self._touch(
             position,
             batch,
             "live_runs = live_runs - 1,"
             " status = CASE WHEN status = 'closed' THEN 'closed'"
-            " WHEN live_runs - 1 > 0 THEN 'running' ELSE 'idle' END",
+            " WHEN live_runs - 1 > 0 THEN 'running' ELSE 'idle' END,"
+            " last_run_end = ?",
+            reason,
         )
+
+    @apply.register
+    def _(self, _event: ModelRequested, position: Position, batch: Batch) -> None:
+        self._touch(position, batch, "model_requests = model_requests + 1")
 
     @apply.register
     def _(self, event: SessionClosed, position: Position, batch: Batch) -> None:

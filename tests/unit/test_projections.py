@@ -181,12 +181,12 @@ def split(events: Sequence[DomainEvent], size: int) -> list[Sequence[DomainEvent
 
 
 def test_the_catalog_counts_a_sessions_runs_calls_and_denials() -> None:
-    """The catalog row of a session counts its runs, tool calls and denials."""
+    """The catalog row counts runs, tool calls and denials, and names the last run's end."""
     timeline = (
         Timeline()
         .at(1, started(A1), allowed(A1), receipt(A1))
         .at(2, started(A2), lambda s: s.deny_attempt(RUN, A2, DenialCategory.POLICY, "no"))
-        .at(3, lambda s: s.end_run(RUN, RunEndReason.NATURAL))
+        .at(3, lambda s: s.end_run(RUN, RunEndReason.STRATEGY_STOP, "the run reached 50 turns"))
     )
     expected = {
         "session_id": SESSION,
@@ -208,6 +208,8 @@ def test_the_catalog_counts_a_sessions_runs_calls_and_denials() -> None:
         "storage_root": None,
         "closed_at": None,
         "close_reason": None,
+        "last_run_end": "strategy_stop: the run reached 50 turns",
+        "model_requests": 0,
     }
     assert [expected] == rows(
         project(registry.by_name(SessionCatalog.name), timeline.events), "sessions"
