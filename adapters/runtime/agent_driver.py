@@ -17,7 +17,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from adapters.pipeline.context import RunScope
 from adapters.pipeline.dispatcher import Dispatcher
-from adapters.runtime.agent_prompt import PromptReader
+from adapters.runtime.agent_prompt import PromptReader, session_facts
 from adapters.runtime.session_log import SessionLog
 from domain.agent import records
 from domain.agent.decider import AgentLoop, LoopSettings
@@ -174,7 +174,9 @@ class AgentDriver:
         now, at = self.clock.now(), self._elapsed()
 
         def gather() -> Fact:
-            return reader.gather(scope, reads.session(scope.session_id), now, at)
+            # The kept copy, not a replay: this process is the session's writer.
+            facts = reads.read_session(scope.session_id, session_facts)
+            return reader.gather(scope, facts, now, at)
 
         return await anyio.to_thread.run_sync(gather)
 

@@ -25,7 +25,8 @@ from domain.agent.replies import ToolSpec
 from domain.agent.steps import PromptGathered
 from domain.session.aggregate import Session
 from domain.tools.definition import Concurrency
-from domain.values.audience import SessionKind
+from domain.values.audience import Audience, SessionKind
+from domain.values.storage import WorkingContext
 
 IDENTITY = """You are the ledgerclaw agent: you help the user by answering and by calling the
 tools listed below. Every tool call passes an authorization pipeline and is journaled; a
@@ -38,13 +39,29 @@ READ_LIMIT = 1_048_576
 
 
 @dataclass(frozen=True)
+class SessionFacts:
+    """What a turn's prompt takes from the session: who it serves and where it works."""
+
+    audience: Audience
+    loaded_tools: frozenset[str]
+    working_context: WorkingContext
+
+
+def session_facts(session: Session) -> SessionFacts:
+    """The prompt's facts of `session` (a view: it changes nothing)."""
+    return SessionFacts(session.audience, session.loaded_tools, session.working_context)
+
+
+@dataclass(frozen=True)
 class PromptReader:
     """Reads what one turn's system prompt is made of, for one run."""
 
     dispatcher: Dispatcher
     identity: str = IDENTITY
 
-    def gather(self, run: RunScope, session: Session, now: datetime, at: float) -> PromptGathered:
+    def gather(
+        self, run: RunScope, session: SessionFacts, now: datetime, at: float
+    ) -> PromptGathered:
         """The prompt fact of the next turn, read now (blocking: call it off the event loop)."""
         views = self.dispatcher.views(session.audience, session.loaded_tools)
         registry = self.dispatcher.tools.registry

@@ -92,7 +92,28 @@ def tools_digest(tools: Sequence[ToolSpec]) -> str:
 
 def request_digest(request: ModelRequest) -> str:
     """The digest of a whole request: prompt, transcript, tools and output limit."""
-    return digest(canonical_json(request.model_dump(mode="json")))
+    return digest(request_json(request))
+
+
+def message_json(message: ChatMessage) -> str:
+    """One message's canonical JSON."""
+    return canonical_json(message.model_dump(mode="json"))
+
+
+def request_json(request: ModelRequest, message_texts: Sequence[str] | None = None) -> str:
+    """The request's canonical JSON, the same text `canonical_json` gives of its dump.
+
+    Built from its parts in sorted key order, so the messages' texts, given, are reused.
+    """
+    texts = message_texts if message_texts is not None else map(message_json, request.messages)
+    tools = canonical_json([tool.model_dump(mode="json") for tool in request.tools])
+    return (
+        f'{{"max_output_tokens":{request.max_output_tokens},'
+        f'"messages":[{",".join(texts)}],'
+        f'"prefix":{canonical_json(request.prefix)},'
+        f'"suffix":{canonical_json(request.suffix)},'
+        f'"tools":{tools}}}'
+    )
 
 
 def configured_record(settings: LoopSettings) -> records.RunConfigured:
@@ -147,6 +168,8 @@ class AgentLoop:
     ) -> None:
         self.settings = settings
         self.messages: list[ChatMessage] = list(transcript)
+        self._texts = [message_json(m) for m in self.messages]
+        """Each message's canonical JSON, kept so a request is not encoded whole every turn."""
         self.phase = Phase.READY
         self.guard = LoopGuard(settings.limits)
         self.cooling: dict[tuple[str, str], float] = {}
@@ -160,6 +183,7 @@ class AgentLoop:
         self._turn_results: list[CallResult] = []
         self._parallel_safe: frozenset[str] = frozenset()
         self._measured: tuple[int, int] | None = None
+        self._request_text = ""
         """The tokens the provider counted up to the last reply, and the messages then."""
 
     @property
@@ -175,7 +199,7 @@ class AgentLoop:
             msg = f"the run already began (phase {self.phase})"
             raise LoopStateError(msg)
         message = ChatMessage(role=MessageRole.USER, content=prompt)
-        self.messages.append(message)
+        self._append(message)
         self.phase = Phase.GATHERING
         configured = configured_record(self.settings)
         return Decision((configured, records.Appended(message=message)), GatherPrompt())
@@ -248,7 +272,8 @@ class AgentLoop:
                 at=fact.at,
             )
         )
-        estimated = self._estimate(request)
+        text = request_json(request, self._texts)
+        estimated = self._estimate(text)
         window, reserve = self.settings.context_window, self.settings.output_reserve
         if not request_fits(estimated, window, reserve):
             detail = (
@@ -260,6 +285,7 @@ class AgentLoop:
         self._failover = Failover(self.settings.chain, self.settings.policy, self.cooling)
         self._request = request
         candidate = self._failover.first(fact.at)
+        self._request_text = text
         out.append(self._asked(candidate, request, estimated))
         self.phase = Phase.ASKING
         return Decision(tuple(out), AskModel(candidate, request))
@@ -272,7 +298,7 @@ class AgentLoop:
             provider=candidate.provider,
             model=candidate.model,
             profile=candidate.profile,
-            request_digest=request_digest(request),
+            request_digest=digest(self._request_text),
             prefix_digest=digest(request.prefix),
             tools_digest=tools_digest(request.tools),
             estimated_tokens=estimated,
@@ -301,7 +327,8 @@ class AgentLoop:
             out.append(records.TurnClosed(turn=self.turn))
             detail = surfaced_error_text(decision.attempts)[:2000]
             return self._end(out, RunEndReason.PROVIDER_ERROR, detail)
-        out.append(self._asked(decision.candidate, self._request, self._estimate(self._request)))
+        estimated = self._estimate(self._request_text)
+        out.append(self._asked(decision.candidate, self._request, estimated))
         return Decision(tuple(out), AskModel(decision.candidate, self._request, decision.wait))
 
     def _replied(self, fact: Replied) -> Decision:
@@ -317,7 +344,7 @@ class AgentLoop:
         message = ChatMessage(
             role=MessageRole.ASSISTANT, content=reply.text, tool_calls=reply.tool_calls
         )
-        self.messages.append(message)
+        self._append(message)
         out: list[records.AgentRecord] = [answered, records.Appended(message=message)]
         self._reply = reply
         if reply.usage is not None and reply.usage.input_tokens is not None:
@@ -368,14 +395,17 @@ class AgentLoop:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _estimate(self, request: ModelRequest) -> int:
+    def _estimate(self, request_text: str) -> int:
         """The request's tokens: the provider's count so far wins, plus estimates of the rest."""
-        whole = estimate_tokens(canonical_json(request.model_dump(mode="json")))
         if self._measured is None:
-            return whole
+            return estimate_tokens(request_text)
         counted, upto = self._measured
-        later = [m.model_dump(mode="json") for m in self.messages[upto:]]
-        return counted + estimate_tokens(canonical_json(later)) if later else counted
+        later = self._texts[upto:]
+        return counted + estimate_tokens(f"[{','.join(later)}]") if later else counted
+
+    def _append(self, message: ChatMessage) -> None:
+        self.messages.append(message)
+        self._texts.append(message_json(message))
 
     def _launch(self, *, parallel: bool) -> RunCalls:
         assert self._reply is not None  # noqa: S101 - calls come from the last reply
@@ -416,7 +446,7 @@ class AgentLoop:
         not_run: NotRun | None = None,
     ) -> list[records.AgentRecord]:
         message = ChatMessage(role=MessageRole.TOOL, content=text, call_id=call.call_id)
-        self.messages.append(message)
+        self._append(message)
         answered = records.CallAnswered(
             position=position,
             call_id=call.call_id,
@@ -438,7 +468,7 @@ class AgentLoop:
         out: list[records.AgentRecord] = []
         for queued in taken:
             message = ChatMessage(role=MessageRole.USER, content=queued.text)
-            self.messages.append(message)
+            self._append(message)
             out.append(records.Appended(message=message))
         return out
 
