@@ -8,7 +8,7 @@ loaded, exactly as its MCP face offers them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -58,19 +58,33 @@ class PromptReader:
 
     dispatcher: Dispatcher
     identity: str = IDENTITY
+    _offered: dict[tuple[Audience, frozenset[str]], tuple[tuple[ToolSpec, ...], frozenset[str]]] = (
+        field(default_factory=dict, compare=False)
+    )
+    """The tools offered and the parallel-safe ones, per audience and loaded set."""
+
+    def offered(
+        self, audience: Audience, loaded: frozenset[str]
+    ) -> tuple[tuple[ToolSpec, ...], frozenset[str]]:
+        """The tools a session of `audience` with `loaded` is offered, made once per pair."""
+        found = self._offered.get((audience, loaded))
+        if found is None:
+            views = self.dispatcher.views(audience, loaded)
+            registry = self.dispatcher.tools.registry
+            chosen = [d for d in registry if views[d.name].in_request]
+            tools = tuple(
+                ToolSpec(name=d.name, description=d.description, parameters=d.parameters)
+                for d in chosen
+            )
+            safe = frozenset(d.name for d in chosen if d.concurrency is Concurrency.PARALLEL_SAFE)
+            found = self._offered[(audience, loaded)] = (tools, safe)
+        return found
 
     def gather(
         self, run: RunScope, session: SessionFacts, now: datetime, at: float
     ) -> PromptGathered:
         """The prompt fact of the next turn, read now (blocking: call it off the event loop)."""
-        views = self.dispatcher.views(session.audience, session.loaded_tools)
-        registry = self.dispatcher.tools.registry
-        offered = [d for d in registry if views[d.name].in_request]
-        tools = tuple(
-            ToolSpec(name=d.name, description=d.description, parameters=d.parameters)
-            for d in offered
-        )
-        parallel = frozenset(d.name for d in offered if d.concurrency is Concurrency.PARALLEL_SAFE)
+        tools, parallel = self.offered(session.audience, session.loaded_tools)
         context = session.working_context if run.kind is SessionKind.MAIN else run.working_context
         project = context.project_directory
         files = read_bootstrap(Path(project) if project else run.envelope.root)

@@ -85,9 +85,14 @@ def canonical_json(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def tools_json(tools: Sequence[ToolSpec]) -> str:
+    """The canonical JSON of a tool set."""
+    return canonical_json([tool.model_dump(mode="json") for tool in tools])
+
+
 def tools_digest(tools: Sequence[ToolSpec]) -> str:
     """The digest of the tool set a request offers."""
-    return digest(canonical_json([tool.model_dump(mode="json") for tool in tools]))
+    return digest(tools_json(tools))
 
 
 def request_digest(request: ModelRequest) -> str:
@@ -100,13 +105,18 @@ def message_json(message: ChatMessage) -> str:
     return canonical_json(message.model_dump(mode="json"))
 
 
-def request_json(request: ModelRequest, message_texts: Sequence[str] | None = None) -> str:
+def request_json(
+    request: ModelRequest,
+    message_texts: Sequence[str] | None = None,
+    tools_text: str | None = None,
+) -> str:
     """The request's canonical JSON, the same text `canonical_json` gives of its dump.
 
-    Built from its parts in sorted key order, so the messages' texts, given, are reused.
+    Built from its parts in sorted key order, so the messages' and tools' texts, given, are
+    reused rather than encoded again.
     """
     texts = message_texts if message_texts is not None else map(message_json, request.messages)
-    tools = canonical_json([tool.model_dump(mode="json") for tool in request.tools])
+    tools = tools_text if tools_text is not None else tools_json(request.tools)
     return (
         f'{{"max_output_tokens":{request.max_output_tokens},'
         f'"messages":[{",".join(texts)}],'
@@ -184,6 +194,8 @@ class AgentLoop:
         self._parallel_safe: frozenset[str] = frozenset()
         self._measured: tuple[int, int] | None = None
         self._request_text = ""
+        self._tools: tuple[tuple[ToolSpec, ...], str, str] = ((), "[]", digest("[]"))
+        """The tools offered last, their canonical JSON and its digest."""
         """The tokens the provider counted up to the last reply, and the messages then."""
 
     @property
@@ -246,7 +258,10 @@ class AgentLoop:
         out.extend(self._take_queue())
         self._parallel_safe = fact.parallel_safe
         prefix_digest = digest(fact.prefix)
-        tool_set = tools_digest(fact.tools)
+        if fact.tools != self._tools[0]:
+            text = tools_json(fact.tools)
+            self._tools = (fact.tools, text, digest(text))
+        tool_set = self._tools[2]
         parallel = tuple(sorted(fact.parallel_safe))
         set_digest = digest(canonical_json([prefix_digest, tool_set, parallel]))
         if set_digest != self.last_prefix_digest:
@@ -256,7 +271,9 @@ class AgentLoop:
                 )
             )
             self.last_prefix_digest = set_digest
-        request = ModelRequest(
+        # Built from values already checked: validating the whole transcript again every
+        # turn would cost time growing with the conversation.
+        request = ModelRequest.model_construct(
             prefix=fact.prefix,
             suffix=fact.suffix,
             messages=tuple(self.messages),
@@ -272,7 +289,7 @@ class AgentLoop:
                 at=fact.at,
             )
         )
-        text = request_json(request, self._texts)
+        text = request_json(request, self._texts, self._tools[1])
         estimated = self._estimate(text)
         window, reserve = self.settings.context_window, self.settings.output_reserve
         if not request_fits(estimated, window, reserve):
@@ -300,7 +317,7 @@ class AgentLoop:
             profile=candidate.profile,
             request_digest=digest(self._request_text),
             prefix_digest=digest(request.prefix),
-            tools_digest=tools_digest(request.tools),
+            tools_digest=self._tools[2],
             estimated_tokens=estimated,
         )
 
