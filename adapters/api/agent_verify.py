@@ -9,16 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eventsourcing.persistence import StoredEvent
-
 from adapters.home import Home
-from adapters.journal.mapper import CatalogMapper, OrjsonTranscoder
+from adapters.journal.events import decoded_stream
 from adapters.wiring.home import open_event_log, open_reader
-from domain.agent import records
 from domain.agent.replay import Journaled, PrefixState, Verdict, replay_run
 from domain.base import DomainEvent
 from domain.ids import RunId, SessionId
-from domain.session.agent_events import AgentEvent, AgentRunConfigured, PromptPrefixSet
+from domain.session.agent_events import AgentRunConfigured, PromptPrefixSet, agent_record
 from domain.session.events import MessageAppended, RunEnded
 from domain.values.conversation import ChatMessage
 
@@ -57,18 +54,7 @@ def verify_session(home: Home, session: str) -> SessionCheck:
 
 def session_events(home: Home, session_id: SessionId) -> list[DomainEvent]:
     """The session's events, decoded, in stream order."""
-    mapper = CatalogMapper(transcoder=OrjsonTranscoder())
-    return [
-        mapper.to_domain_event(
-            StoredEvent(
-                originator_id=session_id.as_uuid(),
-                originator_version=logged.version,
-                topic=logged.topic,
-                state=logged.state,
-            )
-        )
-        for logged in open_event_log(home).stream(session_id.hex)
-    ]
+    return decoded_stream(open_event_log(home), session_id)
 
 
 def agent_runs(
@@ -84,7 +70,7 @@ def agent_runs(
         if isinstance(event, AgentRunConfigured):
             open_runs[event.run_id] = []
             found.append((event.run_id, open_runs[event.run_id], list(transcript), prefix))
-        record = _record_of(event)
+        record = agent_record(event)
         if run_id in open_runs and record is not None:
             open_runs[run_id].append(Journaled(event.originator_version, record))
         if isinstance(event, MessageAppended):
@@ -94,13 +80,3 @@ def agent_runs(
         if isinstance(event, RunEnded):
             open_runs.pop(event.run_id, None)
     return found
-
-
-def _record_of(event: DomainEvent) -> records.AgentRecord | None:
-    if isinstance(event, AgentEvent):
-        return event.record()
-    if isinstance(event, MessageAppended):
-        return records.Appended(message=event.message)
-    if isinstance(event, RunEnded):
-        return records.RunClosed(reason=event.reason, detail=event.detail)
-    return None

@@ -109,8 +109,9 @@ async def resolve_models_async(
     found: dict[str, ModelResolution] = {}
     asks: dict[_Ask, list[str]] = {}
     for name, model in config.models.items():
-        if model.provider is ProviderKind.SCRIPTED:
-            found[name] = ModelResolution(Resolution.NOT_CHECKED, "scripted: no server to ask")
+        if not model.provider.asks_a_server:
+            detail = f"{model.provider}: no server to ask"
+            found[name] = ModelResolution(Resolution.NOT_CHECKED, detail)
             continue
         profile, why = _first_key(providers, model.profiles)
         if profile is None:

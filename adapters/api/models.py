@@ -63,7 +63,7 @@ def _credential_state(
     profile: str,
     env: Mapping[str, str],
 ) -> str:
-    if kind is ProviderKind.SCRIPTED:
+    if not kind.asks_a_server:
         return "not needed"
     try:
         profile_key(secrets, home.secrets, profile, env)

@@ -19,6 +19,13 @@ class ProviderKind(StrEnum):
     ANTHROPIC = "anthropic"
     SCRIPTED = "scripted"
     """A JSONL script played back: for tests and offline demonstrations."""
+    RECORDED = "recorded"
+    """A journaled session's replies played back: its conversation re-driven offline."""
+
+    @property
+    def asks_a_server(self) -> bool:
+        """Whether requests go to a server (and need credentials)."""
+        return self not in {ProviderKind.SCRIPTED, ProviderKind.RECORDED}
 
 
 class ModelSettings(BaseModel):
@@ -37,6 +44,8 @@ class ModelSettings(BaseModel):
     """Tokens kept free for the reply when deciding whether a request fits."""
     script: str | None = Field(default=None, min_length=1)
     """The JSONL script a `scripted` model plays."""
+    recording: str | None = Field(default=None, min_length=4, max_length=64)
+    """The session (id or unique prefix) whose replies a `recorded` model plays."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -45,6 +54,9 @@ class ModelSettings(BaseModel):
             raise ValueError(msg)
         if (self.provider is ProviderKind.SCRIPTED) != (self.script is not None):
             msg = "script is required for a scripted model and allowed for no other"
+            raise ValueError(msg)
+        if (self.provider is ProviderKind.RECORDED) != (self.recording is not None):
+            msg = "recording is required for a recorded model and allowed for no other"
             raise ValueError(msg)
         return self
 

@@ -14,12 +14,17 @@ from pathlib import Path
 from adapters.config.credentials import profile_key
 from adapters.config.loading import secrets_file
 from adapters.home import Home
+from adapters.journal.events import decoded_stream
+from adapters.providers.recorded import RecordedProvider, RecordingError, recorded_steps
 from adapters.providers.scripted import ScriptedProvider
 from adapters.settings.agent import ModelSettings, ProviderKind
 from adapters.settings.config_file import Config
+from adapters.wiring.home import open_event_log, open_reader
 from domain.agent.failover import Candidate, FailureKind
 from domain.agent.replies import ModelFailure, ModelReply, ModelRequest
+from domain.errors import LedgerclawError
 from domain.ports import ModelProvider
+from domain.session.agent_events import agent_record
 
 
 class ProviderSet:
@@ -64,6 +69,9 @@ class ProviderSet:
             if not script.is_absolute():
                 script = self._home.config.parent / script
             return ScriptedProvider.from_file(script)
+        if model.provider is ProviderKind.RECORDED:
+            assert model.recording is not None  # noqa: S101 - the settings require it
+            return recorded_provider(self._home, model.recording)
         # The SDKs are imported only when a model of theirs is asked: every other command
         # starts without them.
         if model.provider is ProviderKind.ANTHROPIC:
@@ -100,3 +108,20 @@ class _Unknown:
         del request, on_text
         msg = f"no [models.NAME] table describes {candidate.provider}/{candidate.model}"
         raise ModelFailure(candidate, FailureKind.BAD_REQUEST, msg)
+
+
+def recorded_provider(home: Home, recording: str) -> RecordedProvider:
+    """A provider playing the replies of the session `recording` names, read now."""
+    reader = open_reader(home)
+    try:
+        session_id = reader.resolve_session(recording)
+    except LedgerclawError as error:
+        msg = f"recording {recording}: {error}"
+        raise RecordingError(msg) from None
+    events = decoded_stream(open_event_log(home), session_id)
+    entries = [r for r in map(agent_record, events) if r is not None]
+    steps = recorded_steps(entries)
+    if not steps:
+        msg = f"recording {session_id} holds no model reply to play"
+        raise RecordingError(msg)
+    return RecordedProvider(steps, f"the recording {session_id}")

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 from domain.agent import records
+from domain.base import DomainEvent
 from domain.ids import RunId
-from domain.session.events import SessionEvent
+from domain.session.events import MessageAppended, RunEnded, SessionEvent
 
 
 class AgentEvent(SessionEvent):
@@ -111,3 +112,18 @@ AGENT_EVENTS: tuple[type[AgentEvent], ...] = (
     CallAnswered,
     TurnEnded,
 )
+
+
+def agent_record(event: DomainEvent) -> records.AgentRecord | None:
+    """The decider's record a session event holds, if it holds one.
+
+    Agent events hold theirs; a transcript message is an `Appended` and a run's end a
+    `RunClosed`, whoever wrote them.
+    """
+    if isinstance(event, AgentEvent):
+        return event.record()
+    if isinstance(event, MessageAppended):
+        return records.Appended(message=event.message)
+    if isinstance(event, RunEnded):
+        return records.RunClosed(reason=event.reason, detail=event.detail)
+    return None

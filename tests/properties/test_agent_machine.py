@@ -38,9 +38,9 @@ from domain.agent.steps import (
     UserSpoke,
 )
 from domain.ids import CallId, RunId, SessionId
-from domain.session.agent_events import AgentEvent
+from domain.session.agent_events import agent_record
 from domain.session.aggregate import Session
-from domain.session.events import MessageAppended, RunEnded
+from domain.session.events import MessageAppended
 from domain.session.opening import SessionOpening
 from domain.values.audience import Audience, SessionKind
 from domain.values.conversation import ChatMessage, MessageRole, ToolCallRequest
@@ -75,16 +75,6 @@ finishes = st.sampled_from(["default", "stop", "length", None, "tool_calls", "en
 outcomes = st.sampled_from(
     [OutcomeCategory.SUCCESS, OutcomeCategory.SUCCESS, OutcomeCategory.NOT_FOUND]
 )
-
-
-def _record_of(event: Any) -> records.AgentRecord | None:
-    if isinstance(event, AgentEvent):
-        return event.record()
-    if isinstance(event, MessageAppended):
-        return records.Appended(message=event.message)
-    if isinstance(event, RunEnded):
-        return records.RunClosed(reason=event.reason, detail=event.detail)
-    return None
 
 
 class AgentMachine(RuleBasedStateMachine):
@@ -249,7 +239,7 @@ class AgentMachine(RuleBasedStateMachine):
         before: dict[RunId, tuple[list[ChatMessage], PrefixState]] = {}
         for event in self.events:
             run_id = getattr(event, "run_id", None)
-            record = _record_of(event)
+            record = agent_record(event)
             if isinstance(record, records.RunConfigured):
                 runs[event.run_id], before[event.run_id] = [], (list(transcript), prefix)
             if run_id in runs and record is not None:
