@@ -108,6 +108,8 @@ def test_the_first_model_cannot_also_be_its_own_fallback(tmp_path: Path) -> None
         ('provider = "openai"\nmodel = "m"\napi_key = "sk-1"', "models.x.api_key"),
         ('provider = "scripted"\nmodel = "m"', "script is required"),
         ('provider = "openai"\nmodel = "m"\nscript = "s.jsonl"', "script is required"),
+        ('provider = "recorded"\nmodel = "m"', "recording is required"),
+        ('provider = "openai"\nmodel = "m"\nrecording = "ses_1a2b"', "recording is required"),
         (
             'provider = "openai"\nmodel = "m"\ncontext_window = 2000\noutput_reserve = 2000',
             "output_reserve must be smaller",
