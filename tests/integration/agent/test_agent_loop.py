@@ -142,6 +142,11 @@ def test_call_ids_may_repeat_across_turns(tmp_path: Path) -> None:
     [outcome] = rig.run("go")
 
     assert ["c1", "c1"] == [a.call_id for a in rig.of(records.CallAnswered)]
+    begun = rig.of(records.TurnBegun)
+    # The working context moved (recent files), so the suffix did; the prefix did not.
+    assert 1 == len({t.prefix_digest for t in begun})
+    assert 1 == len(rig.of(records.PrefixSet))
+    assert begun[0].suffix != begun[-1].suffix
     assert rig.verified(outcome.session_id).identical
 
 
