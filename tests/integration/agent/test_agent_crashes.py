@@ -11,6 +11,7 @@ from pathlib import Path
 
 from adapters.api.agent_verify import session_events
 from domain.agent.pairing import NotRun
+from domain.ids import SessionId
 from domain.session.agent_events import CallAnswered, ModelReplied, ModelRequested
 from domain.session.events import AttemptOutcomeMarkedUnknown, MessageAppended, RunEnded
 from domain.values.conversation import MessageRole
@@ -44,8 +45,9 @@ def wait_for_log(home: Path, text: str) -> str:
 
 
 def killed(process: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the process and reap it."""
-    process.send_signal(signal.SIGKILL)
+    """SIGKILL the process (if it still runs), reap it and close its pipes."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGKILL)
     process.wait(timeout=WAIT)
     assert process.stdout is not None
     assert process.stderr is not None
@@ -106,3 +108,18 @@ def test_a_kill_during_a_tool_call_leaves_it_unknown_with_its_synthetic_result(
     ] == roles
     assert "It did not finish." == outcome.answer
     assert AgentRig(home).verified(outcome.session_id).identical
+
+
+def test_ctrl_c_aborts_a_run_and_exits_130(tmp_path: Path) -> None:
+    """SIGINT during the model request ends the run `abort`; the process exits 130."""
+    home = agent_home(tmp_path, [{"delay": 30}, reply("never said")])
+    process = start_run(home.root, "slow question")
+    session = wait_for_log(home.root, "asked: about")
+
+    process.send_signal(signal.SIGINT)
+    code = process.wait(timeout=WAIT)
+    killed(process)
+
+    assert 130 == code
+    events = session_events(home, SessionId(session))
+    assert [RunEndReason.ABORT] == [e.reason for e in events if isinstance(e, RunEnded)]
