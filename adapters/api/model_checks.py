@@ -19,9 +19,12 @@ import anyio
 
 from adapters.config.credentials import CredentialMissingError
 from adapters.home import Home
-from adapters.providers.anthropic_messages import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
-from adapters.providers.openai_chat import OPENAI_BASE_URL
-from adapters.settings.agent import ModelSettings, ProviderKind
+from adapters.settings.agent import (
+    ANTHROPIC_BASE_URL,
+    OPENAI_BASE_URL,
+    ModelSettings,
+    ProviderKind,
+)
 from adapters.settings.config_file import Config
 from adapters.wiring.providers import ProviderSet
 from domain.agent.replies import ModelFailure

@@ -19,6 +19,7 @@ import httpx2
 from adapters.errors import ConfigError
 from adapters.providers.anthropic_stream import StreamAssembly
 from adapters.providers.anthropic_wire import request_parameters
+from adapters.settings.agent import ANTHROPIC_BASE_URL
 from domain.agent.failover import Candidate, FailureKind, classify
 from domain.agent.replies import ModelFailure, ModelReply, ModelRequest
 
@@ -26,7 +27,7 @@ PROVIDER = "anthropic"
 FAILURES = (anthropic.APIError, httpx2.HTTPError, httpx2.StreamError, json.JSONDecodeError)
 """What asking can raise besides cancellation: the SDK's errors, the transport's below the
 stream, and an event whose data is not JSON. Anything else is a bug and is not disguised."""
-DEFAULT_BASE_URL = "https://api.anthropic.com"
+DEFAULT_BASE_URL = ANTHROPIC_BASE_URL
 STREAM_ERROR_STATUSES = {
     "invalid_request_error": 400,
     "authentication_error": 401,

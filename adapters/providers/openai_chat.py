@@ -33,10 +33,10 @@ from adapters.providers.openai_wire import (
     wire_messages,
     wire_tools,
 )
+from adapters.settings.agent import OPENAI_BASE_URL
 from domain.agent.failover import Candidate, FailureKind, classify
 from domain.agent.replies import ModelFailure, ModelReply, ModelRequest
 
-OPENAI_BASE_URL = "https://api.openai.com/v1"
 PROVIDER = "openai"
 CATALOG_MODEL = "*"
 """The model a catalog request's failures name: it asks for no model in particular."""

@@ -7,6 +7,11 @@ from typing import Annotated, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+"""Where an `openai` model without a `base_url` is asked."""
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+"""Where an `anthropic` model without a `base_url` is asked (the SDK adds `/v1`)."""
+
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 
 
