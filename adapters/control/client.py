@@ -89,11 +89,12 @@ def call_daemon(
         ) as websocket:
             challenge = _receive(websocket, deadline)
             nonce = challenge.get("payload", {}).get("nonce")
-            if challenge.get("event") != "challenge" or not isinstance(nonce, str):
+            if challenge.get("event") != "connect.challenge" or not isinstance(nonce, str):
                 msg = f"port {port} did not send a ledgerclaw challenge"
                 raise DaemonNotRespondingError(msg)
             proof = sign_proof(key, nonce, operation).model_dump()
-            _request(websocket, deadline, "1", "connect", {"proof": proof})
+            hello = {"proof": proof, "client": {"name": "ledgerclaw-cli"}}
+            _request(websocket, deadline, "1", "connect", hello)
             return _request(websocket, deadline, "2", operation, params or {})
     except (ConnectionRefusedError, FileNotFoundError):
         raise _not_running(home) from None

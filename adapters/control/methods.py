@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from adapters.control.frames import Scope
 from adapters.control.plane import ControlMethod
 from adapters.runtime.approvals import Pending, PendingApprovals
 from adapters.security.pairing import PairingCodes
@@ -19,6 +20,13 @@ from domain.errors import LedgerclawError
 from domain.values.authorization import ApprovalScope, ApprovalVerdict
 
 CLI_DECIDER = "cli (local control)"
+METHOD_SCOPES = {
+    "status": Scope.READ,
+    "approvals.list": Scope.APPROVALS,
+    "approvals.decide": Scope.APPROVALS,
+    "pair.code": Scope.WRITE,
+}
+"""The scope each control method needs."""
 M = TypeVar("M", bound=BaseModel)
 
 

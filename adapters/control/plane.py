@@ -1,8 +1,12 @@
-"""The daemon's control plane: JSON frames on a WebSocket; adapter layer.
+"""The daemon's control plane, the gateway's transport: JSON frames on a WebSocket; adapter layer.
 
-A connection opens with a challenge. The client then sends `connect` with either a
-local-control proof, which allows the one operation it names, or a device token, which
-allows the device methods. Every other request waits for a successful `connect`.
+A connection opens with `connect.challenge`. The client then sends `connect` with the range
+of protocol versions it speaks and either a local-control proof, which allows the one
+operation it names (or every method, for the `gateway` operation), or a device token, which
+allows the device methods. Every other request waits for a successful `connect`, which must
+come within the connect timeout, in frames of at most 64 KiB. A connected peer gets a `tick`
+event every tick interval and is dropped after the idle timeout without a frame. The frames
+are described by the models of `adapters/control/frames.py`.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import logging
 import re
 import secrets
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
@@ -21,16 +26,38 @@ from pydantic import ValidationError
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from adapters.control.frames import (
+    PROTOCOL_VERSION,
+    Challenge,
+    ConnectParams,
+    Hello,
+    Limits,
+    Scope,
+)
 from adapters.security.host_key import LocalControlProof, ProofVerifier
 from domain.errors import LedgerclawError
 
 ControlMethod = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 MAX_FRAME_BYTES = 1 << 20
+PRE_CONNECT_MAX_BYTES = 64 * 1024
+"""The largest frame accepted before `connect` succeeded."""
+MAX_BUFFERED_BYTES = 4 << 20
 MAX_BAD_FRAMES = 3
 MAX_NAME_LENGTH = 128
+CONNECT_TIMEOUT = 10.0
+TICK_INTERVAL = 15.0
+IDLE_TIMEOUT = 60.0
+GATEWAY_OPERATION = "gateway"
+"""The proof operation that opens every method: what an interactive client signs."""
+EVENTS = ("connect.challenge", "tick")
+"""The events every connection may receive; a plane may publish more."""
 
 POLICY_VIOLATION = 1008
+IDLE_CLOSE = 4408
+"""The close code of a peer dropped for silence."""
 INTERNAL_MESSAGE = "the daemon could not answer; its log has the details"
+ALL_SCOPES = tuple(Scope)
+DEVICE_SCOPES = (Scope.READ,)
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +70,17 @@ def error_code(error: type[BaseException]) -> str:
 
 class _RefusedError(Exception):
     def __init__(
-        self, code: str, message: str, *, close: bool = False, request_id: str | None = None
+        self,
+        code: str,
+        message: str,
+        *,
+        close: bool = False,
+        request_id: str | None = None,
+        retryable: bool = False,
     ) -> None:
         super().__init__(message)
         self.code, self.message, self.close, self.request_id = code, message, close, request_id
+        self.retryable = retryable
 
 
 @dataclass(eq=False)
@@ -55,6 +89,7 @@ class _Connection:
     nonce: str
     allowed: frozenset[str] | None = None
     """What `connect` allowed; None until it succeeds."""
+    scopes: frozenset[Scope] = frozenset()
     seq: int = 0
     lock: anyio.Lock = field(default_factory=anyio.Lock)
 
@@ -73,21 +108,33 @@ class _Connection:
 class ControlPlane:
     """Serves control methods to the local CLI (by proof) and to paired devices (by token)."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the plane's parts and its timings
         self,
         methods: Mapping[str, ControlMethod],
         verifier: ProofVerifier,
         authenticate_token: Callable[[str], object],
         device_methods: Iterable[str] = frozenset({"status"}),
+        *,
+        method_scopes: Mapping[str, Scope] | None = None,
+        journal_position: Callable[[], int] | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        tick_interval: float = TICK_INTERVAL,
+        idle_timeout: float = IDLE_TIMEOUT,
     ) -> None:
         self.methods = dict(methods)
         self.verifier = verifier
         self.authenticate_token = authenticate_token
         self.device_methods = frozenset(device_methods)
-        self.refused = 0
-        """Connects refused, and requests refused because they came before `connect`."""
+        self.method_scopes = dict(method_scopes or {})
+        """The scope each method needs; a method not named needs `operator.write`."""
         self.state_version = 0
         """How many events were published."""
+        self.journal_position: Callable[[], int] = journal_position or self._published
+        self.connect_timeout = connect_timeout
+        self.tick_interval = tick_interval
+        self.idle_timeout = idle_timeout
+        self.refused = 0
+        """Connects refused, and requests refused because they came before `connect`."""
         self._connections: set[_Connection] = set()
 
     def route(self, path: str = "/control") -> WebSocketRoute:
@@ -103,26 +150,65 @@ class ControlPlane:
             except (WebSocketDisconnect, RuntimeError):
                 self._connections.discard(connection)
 
+    def _published(self) -> int:
+        return self.state_version
+
+    def limits(self) -> Limits:
+        """What a connection is told of the plane's limits and timings."""
+        return Limits(
+            max_frame_bytes=MAX_FRAME_BYTES,
+            pre_connect_max_bytes=PRE_CONNECT_MAX_BYTES,
+            max_buffered_bytes=MAX_BUFFERED_BYTES,
+            tick_interval_ms=round(self.tick_interval * 1000),
+            idle_timeout_ms=round(self.idle_timeout * 1000),
+            connect_timeout_ms=round(self.connect_timeout * 1000),
+        )
+
     async def _serve(self, websocket: WebSocket) -> None:
         await websocket.accept()
         connection = _Connection(websocket, secrets.token_hex(32))
-        challenge = {"type": "event", "event": "challenge", "payload": {"nonce": connection.nonce}}
+        challenge = Challenge(nonce=connection.nonce, ts=round(time.time() * 1000))
+        frame = {"type": "event", "event": "connect.challenge", "payload": challenge.model_dump()}
         try:
-            await connection.send({**challenge, "seq": 0, "stateVersion": 0})
-            await self._converse(connection)
+            await connection.send({**frame, "seq": 0, "stateVersion": self.journal_position()})
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self._tick, connection)
+                await self._converse(connection)
+                tasks.cancel_scope.cancel()
         except WebSocketDisconnect:
             pass
         finally:
             self._connections.discard(connection)
 
+    async def _tick(self, connection: _Connection) -> None:
+        while True:
+            await anyio.sleep(self.tick_interval)
+            if connection.allowed is not None:
+                ts = round(time.time() * 1000)
+                await connection.push("tick", {"ts": ts}, self.journal_position())
+
+    async def _receive(self, connection: _Connection) -> dict[str, Any] | None:
+        """The next message; None when the peer must be dropped (its close is sent)."""
+        connected = connection.allowed is not None
+        wait = self.idle_timeout if connected else self.connect_timeout
+        with anyio.move_on_after(wait):
+            return dict(await connection.websocket.receive())
+        if connected:
+            await connection.websocket.close(IDLE_CLOSE, "idle_timeout")
+        else:
+            await connection.websocket.close(POLICY_VIOLATION, "connect_timeout")
+        return None
+
     async def _converse(self, connection: _Connection) -> None:
         bad_frames = 0
         while True:
-            message = await connection.websocket.receive()
-            if message["type"] == "websocket.disconnect":
+            message = await self._receive(connection)
+            if message is None or message["type"] == "websocket.disconnect":
                 return
+            limit = MAX_FRAME_BYTES if connection.allowed is not None else PRE_CONNECT_MAX_BYTES
             try:
-                request_id, method, params = _parse(message.get("text") or message.get("bytes"))
+                data = message.get("text") or message.get("bytes")
+                request_id, method, params = _parse(data, limit)
                 try:
                     payload = await self._dispatch(connection, method, params)
                 except _RefusedError as refusal:
@@ -130,7 +216,7 @@ class ControlPlane:
                     raise
             except _RefusedError as refusal:
                 bad_frames += refusal.code == "bad_frame"
-                await connection.send(_failure(refusal.request_id, refusal.code, refusal.message))
+                await connection.send(_failure(refusal))
                 if refusal.close or bad_frames >= MAX_BAD_FRAMES:
                     await connection.websocket.close(POLICY_VIOLATION, refusal.code)
                     return
@@ -150,6 +236,10 @@ class ControlPlane:
             raise _RefusedError("unknown_method", f"no method {method!r}")
         if method not in connection.allowed:
             raise _RefusedError("forbidden", f"this connection may not call {method!r}")
+        scope = self.method_scopes.get(method, Scope.WRITE)
+        if scope not in connection.scopes:
+            msg = f"{method} needs the scope {scope}, which this connection was not granted"
+            raise _RefusedError("missing_scope", msg)
         try:
             payload = await handler(params)
             orjson.dumps(payload)  # an unencodable answer is the handler's fault, not the frame's
@@ -157,7 +247,7 @@ class ControlPlane:
             raise _RefusedError(error_code(type(error)), str(error)) from None
         except Exception:
             log.exception("control method %s failed", method)
-            raise _RefusedError("internal", INTERNAL_MESSAGE) from None
+            raise _RefusedError("internal", INTERNAL_MESSAGE, retryable=True) from None
         return payload
 
     async def _connect(self, connection: _Connection, params: dict[str, Any]) -> dict[str, Any]:
@@ -172,18 +262,26 @@ class ControlPlane:
         return payload
 
     async def _credentials(self, connection: _Connection, params: dict[str, Any]) -> dict[str, Any]:
-        proof, token = params.get("proof"), params.get("token")
+        wanted = _connect_params(params)
+        if not wanted.min_protocol <= PROTOCOL_VERSION <= wanted.max_protocol:
+            msg = (
+                f"this daemon speaks protocol {PROTOCOL_VERSION}; the client asked for"
+                f" {wanted.min_protocol} to {wanted.max_protocol}"
+            )
+            raise _RefusedError("unsupported_protocol", msg, close=True)
+        device: str | None = None
         try:
-            if isinstance(proof, dict) and token is None:
-                checked = LocalControlProof.model_validate(proof)
+            if wanted.proof is not None:
+                checked = LocalControlProof.model_validate(wanted.proof)
                 self.verifier.verify(checked, connection.nonce, checked.operation)
-                connection.allowed = frozenset({checked.operation})
-                return {"role": "local", "methods": [checked.operation]}
-            if isinstance(token, str) and proof is None:
-                device = await anyio.to_thread.run_sync(self.authenticate_token, token)
-                connection.allowed = self.device_methods
-                methods = sorted(self.device_methods)
-                return {"role": "device", "device": str(device), "methods": methods}
+                role, granted = "local", ALL_SCOPES
+                every = checked.operation == GATEWAY_OPERATION
+                allowed = frozenset(self.methods) if every else frozenset({checked.operation})
+            else:
+                assert wanted.token is not None  # noqa: S101 - ConnectParams holds one credential
+                found = await anyio.to_thread.run_sync(self.authenticate_token, wanted.token)
+                role, granted, device = "device", DEVICE_SCOPES, str(found)
+                allowed = self.device_methods
         except ValidationError:
             raise _RefusedError("invalid_proof", "proof is malformed", close=True) from None
         except LedgerclawError as error:
@@ -191,14 +289,41 @@ class ControlPlane:
         except Exception:
             log.exception("connect failed")
             raise _RefusedError("internal", INTERNAL_MESSAGE, close=True) from None
-        msg = "connect needs either a proof or a token"
-        raise _RefusedError("unauthenticated", msg, close=True)
+        asked = set(granted if wanted.scopes is None else wanted.scopes)
+        connection.scopes = frozenset(s for s in granted if s in asked)
+        connection.allowed = allowed
+        hello = Hello(
+            protocol=PROTOCOL_VERSION,
+            role=role,
+            scopes=tuple(s for s in ALL_SCOPES if s in connection.scopes),
+            methods=tuple(sorted(allowed)),
+            events=EVENTS,
+            limits=self.limits(),
+            journal_position=self.journal_position(),
+            device=device,
+        )
+        return hello.model_dump(mode="json", exclude_none=True)
 
 
-def _parse(data: str | bytes | None) -> tuple[str, str, dict[str, Any]]:
+def _connect_params(params: dict[str, Any]) -> ConnectParams:
+    try:
+        return ConnectParams.model_validate(params)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "params"
+        if "proof" in params and isinstance(params.get("proof"), dict) and where == "params":
+            raise _RefusedError("invalid_proof", "proof is malformed", close=True) from None
+        msg = f"connect: {where}: {first['msg'].removeprefix('Value error, ')}"
+        code = "unauthenticated" if "proof or a token" in msg else "bad_connect"
+        raise _RefusedError(code, msg, close=True) from None
+
+
+def _parse(data: str | bytes | None, limit: int) -> tuple[str, str, dict[str, Any]]:
     raw = data.encode() if isinstance(data, str) else data or b""
-    if len(raw) > MAX_FRAME_BYTES:
-        raise _RefusedError("bad_frame", f"frame is larger than {MAX_FRAME_BYTES} bytes")
+    if len(raw) > limit:
+        # Before connect a stranger gets one chance: an oversized frame closes the socket.
+        close = limit < MAX_FRAME_BYTES
+        raise _RefusedError("bad_frame", f"frame is larger than {limit} bytes", close=close)
     try:
         frame = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -218,10 +343,6 @@ def _is_name(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and 0 < len(value) <= MAX_NAME_LENGTH
 
 
-def _failure(request_id: str | None, code: str, message: str) -> dict[str, Any]:
-    return {
-        "type": "res",
-        "id": request_id,
-        "ok": False,
-        "error": {"code": code, "message": message},
-    }
+def _failure(refusal: _RefusedError) -> dict[str, Any]:
+    error = {"code": refusal.code, "message": refusal.message, "retryable": refusal.retryable}
+    return {"type": "res", "id": refusal.request_id, "ok": False, "error": error}

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from adapters.control.methods import control_methods
+from adapters.control.methods import METHOD_SCOPES, control_methods
 from adapters.control.plane import ControlPlane
 from adapters.home import Home
 from adapters.hosting.claims import SessionClaims
@@ -23,6 +23,7 @@ from adapters.runtime.session_host import SessionHost
 from adapters.security.host_key import ProofVerifier, load_or_create_host_key
 from adapters.security.pairing import PairingCodes
 from adapters.settings.config_file import Config
+from adapters.wiring.home import open_event_log
 from adapters.wiring.tools import dispatcher, first_party_tools, pipeline_policy
 from domain.ids import DeviceId
 from domain.ports import Journal
@@ -74,8 +75,11 @@ class HomeParts:
         codes: PairingCodes | None = None,
     ) -> ControlPlane:
         """The control plane, checking proofs with the home's host key."""
+        log = open_event_log(self.home)
         return ControlPlane(
             control_methods(health, approvals, codes),
             ProofVerifier(load_or_create_host_key(self.home)),
             authenticate,
+            method_scopes=METHOD_SCOPES,
+            journal_position=log.head,
         )

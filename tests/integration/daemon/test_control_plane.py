@@ -9,6 +9,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,8 +31,17 @@ from adapters.control.client import (
     call_daemon,
     exchange_pairing_code,
 )
+from adapters.control.frames import Scope
 from adapters.control.pair_route import pair_route
-from adapters.control.plane import ControlPlane, error_code
+from adapters.control.plane import (
+    CONNECT_TIMEOUT,
+    GATEWAY_OPERATION,
+    IDLE_CLOSE,
+    IDLE_TIMEOUT,
+    TICK_INTERVAL,
+    ControlPlane,
+    error_code,
+)
 from adapters.errors import UnknownSessionError
 from adapters.home import Home, ensure_home
 from adapters.hosting.daemon_lock import DaemonLock
@@ -109,6 +119,25 @@ def methods(plane: list[ControlPlane]) -> dict[str, Any]:
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
     """A running control plane with its state file written in the home."""
+    with serving(tmp_path) as running:
+        yield running
+
+
+@pytest.fixture
+def quick_daemon(tmp_path: Path) -> Iterator[Daemon]:
+    """As `daemon`, with a 0.5 s connect timeout, ticks every 0.2 s and a 1 s idle timeout."""
+    with serving(tmp_path, connect_timeout=0.5, tick_interval=0.2, idle_timeout=1.0) as running:
+        yield running
+
+
+@contextmanager
+def serving(
+    tmp_path: Path,
+    connect_timeout: float = CONNECT_TIMEOUT,
+    tick_interval: float = TICK_INTERVAL,
+    idle_timeout: float = IDLE_TIMEOUT,
+) -> Iterator[Daemon]:
+    """A control plane served on a free loopback port, with its state file in the home."""
     home = ensure_home(Home(tmp_path / "home"))
     key = load_or_create_host_key(home)
     journal = SqliteJournal(home.database)
@@ -116,7 +145,13 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
     codes = PairingCodes(clock=clock)
     holder: list[ControlPlane] = []
     plane = ControlPlane(
-        methods(holder), ProofVerifier(key), TokenAuthenticator(journal).authenticate
+        methods(holder),
+        ProofVerifier(key),
+        TokenAuthenticator(journal).authenticate,
+        method_scopes={"status": Scope.READ},
+        connect_timeout=connect_timeout,
+        tick_interval=tick_interval,
+        idle_timeout=idle_timeout,
     )
     holder.append(plane)
     app = Starlette(routes=[plane.route(), pair_route(codes, journal)])
@@ -176,16 +211,17 @@ def paired_token(daemon: Daemon, name: str = "Pixel") -> tuple[str, str]:
 
 
 def test_the_first_frame_is_a_challenge(daemon: Daemon) -> None:
-    """A new connection receives a challenge event with a random hex nonce at sequence 0."""
+    """A new connection receives `connect.challenge` with a random hex nonce and the time."""
     websocket = connect(f"ws://127.0.0.1:{daemon.port}/control", proxy=None)
     frame = receive(websocket)
     websocket.close()
 
-    assert {"type": "event", "event": "challenge", "seq": 0, "stateVersion": 0} == {
+    assert {"type": "event", "event": "connect.challenge", "seq": 0, "stateVersion": 0} == {
         k: v for k, v in frame.items() if k != "payload"
     }
     assert 64 == len(frame["payload"]["nonce"])
     int(frame["payload"]["nonce"], 16)
+    assert abs(time.time() * 1000 - frame["payload"]["ts"]) < 60_000
 
 
 def test_the_client_runs_an_operation_with_a_proof(daemon: Daemon) -> None:
@@ -207,9 +243,9 @@ def test_a_proof_connection_may_call_only_its_operation(daemon: Daemon) -> None:
     websocket, nonce = open_socket(daemon)
     proof = sign_proof(daemon.key, nonce, "status").model_dump()
 
-    assert {"role": "local", "methods": ["status"]} == ask(websocket, "connect", {"proof": proof})[
-        "payload"
-    ]
+    hello = ask(websocket, "connect", {"proof": proof})["payload"]
+    assert ("local", ["status"], 1) == (hello["role"], hello["methods"], hello["protocol"])
+    assert ["operator.read", "operator.write", "operator.approvals"] == hello["scopes"]
     assert "forbidden" == ask(websocket, "echo", rid="2")["error"]["code"]
     assert ask(websocket, "status", rid="3")["ok"]
     assert ask(websocket, "status", rid="4")["ok"]
@@ -282,7 +318,9 @@ def test_a_paired_device_may_call_only_the_device_methods(daemon: Daemon) -> Non
 
     connected = ask(websocket, "connect", {"token": token})
 
-    assert {"role": "device", "device": device_id, "methods": ["status"]} == connected["payload"]
+    hello = connected["payload"]
+    assert ("device", device_id, ["status"]) == (hello["role"], hello["device"], hello["methods"])
+    assert ["operator.read"] == hello["scopes"]
     assert {"running": True} == ask(websocket, "status", rid="2")["payload"]
     assert "forbidden" == ask(websocket, "echo", rid="3")["error"]["code"]
     websocket.close()
@@ -324,7 +362,8 @@ def test_malformed_frames_are_answered_until_the_third(daemon: Daemon) -> None:
     ask(websocket, "connect", {"proof": sign_proof(daemon.key, nonce, "status").model_dump()})
 
     websocket.send("not json")
-    assert {"code": "bad_frame", "message": "frame is not JSON"} == receive(websocket)["error"]
+    not_json = {"code": "bad_frame", "message": "frame is not JSON", "retryable": False}
+    assert not_json == receive(websocket)["error"]
     websocket.send(orjson.dumps({"type": "req", "id": "7", "params": {}}).decode())
     missing_method = receive(websocket)
     assert ("7", "bad_frame") == (missing_method["id"], missing_method["error"]["code"])
@@ -492,3 +531,110 @@ def test_the_clients_error_codes_match_the_servers() -> None:
     assert "pairing_code_expired" == error_code(PairingCodeExpiredError)
     assert "pairing_code_invalid" == error_code(PairingCodeInvalidError)
     assert "unknown_session" == error_code(UnknownSessionError)
+
+
+# -- the gateway handshake ------------------------------------------------------------------
+
+
+def drain(websocket: Connection) -> None:
+    """Read frames until the server closes the connection."""
+    while True:
+        websocket.recv(timeout=5)
+
+
+def gateway_proof(daemon: Daemon, nonce: str) -> dict[str, Any]:
+    """A local-control proof for the `gateway` operation, which opens every method."""
+    return sign_proof(daemon.key, nonce, GATEWAY_OPERATION).model_dump()
+
+
+def test_connect_answers_the_version_methods_events_limits_and_position(daemon: Daemon) -> None:
+    """The hello names protocol 1, what is offered, the limits and the journal position."""
+    websocket, nonce = open_socket(daemon)
+
+    hello = ask(websocket, "connect", {"proof": gateway_proof(daemon, nonce)})["payload"]
+    websocket.close()
+
+    assert 1 == hello["protocol"]
+    assert sorted(methods([])) == hello["methods"]
+    assert ["connect.challenge", "tick"] == hello["events"]
+    assert {
+        "max_frame_bytes": 1 << 20,
+        "pre_connect_max_bytes": 64 * 1024,
+        "max_buffered_bytes": 4 << 20,
+        "tick_interval_ms": 15_000,
+        "idle_timeout_ms": 60_000,
+        "connect_timeout_ms": 10_000,
+    } == hello["limits"]
+    assert 0 == hello["journal_position"]
+
+
+def test_a_client_whose_versions_exclude_the_daemons_is_refused_and_closed(
+    daemon: Daemon,
+) -> None:
+    """Protocol 2 to 3 against a daemon of protocol 1: `unsupported_protocol`, then 1008."""
+    websocket, nonce = open_socket(daemon)
+    params = {"proof": gateway_proof(daemon, nonce), "min_protocol": 2, "max_protocol": 3}
+
+    answer = ask(websocket, "connect", params)
+
+    assert "unsupported_protocol" == answer["error"]["code"]
+    assert "speaks protocol 1" in answer["error"]["message"]
+    assert_closed(websocket)
+
+
+def test_scopes_asked_for_narrow_the_connection(daemon: Daemon) -> None:
+    """Asking for `operator.read` only: status answers, a write method is `missing_scope`."""
+    websocket, nonce = open_socket(daemon)
+    params = {"proof": gateway_proof(daemon, nonce), "scopes": ["operator.read"]}
+
+    hello = ask(websocket, "connect", params)["payload"]
+    refused = ask(websocket, "echo", rid="2")["error"]
+    websocket.close()
+
+    assert ["operator.read"] == hello["scopes"]
+    assert "missing_scope" == refused["code"]
+    assert "needs the scope operator.write" in refused["message"]
+
+
+def test_a_malformed_connect_is_refused_and_closed(daemon: Daemon) -> None:
+    """Unknown fields and bad values in `connect` are `bad_connect`, naming the field."""
+    websocket, nonce = open_socket(daemon)
+    params = {"proof": gateway_proof(daemon, nonce), "scopes": ["operator.everything"]}
+
+    answer = ask(websocket, "connect", params)
+
+    assert "bad_connect" == answer["error"]["code"]
+    assert "connect: scopes.0:" in answer["error"]["message"]
+    assert_closed(websocket)
+
+
+def test_a_frame_over_64_kib_before_connect_closes_the_socket(daemon: Daemon) -> None:
+    """Before connect a stranger may not send large frames: one is answered, then 1008."""
+    websocket, _ = open_socket(daemon)
+
+    websocket.send(b"[" + b" " * (64 * 1024) + b"]")
+
+    assert "larger than 65536 bytes" in receive(websocket)["error"]["message"]
+    assert_closed(websocket)
+
+
+def test_no_connect_within_the_timeout_closes_the_socket(quick_daemon: Daemon) -> None:
+    """A connection that never sends `connect` is closed with 1008 after the timeout."""
+    websocket, _ = open_socket(quick_daemon)
+
+    assert_closed(websocket)
+
+
+def test_a_connected_peer_gets_ticks_and_a_silent_one_is_dropped(quick_daemon: Daemon) -> None:
+    """Ticks come numbered in order; after the idle timeout without a frame, close 4408."""
+    websocket, nonce = open_socket(quick_daemon)
+    ask(websocket, "connect", {"proof": gateway_proof(quick_daemon, nonce)})
+
+    ticks = [receive(websocket) for _ in range(2)]
+    with pytest.raises(ConnectionClosed) as closed:
+        drain(websocket)
+
+    assert ["tick", "tick"] == [t["event"] for t in ticks]
+    assert ticks[0]["seq"] + 1 == ticks[1]["seq"]
+    assert closed.value.rcvd is not None
+    assert (IDLE_CLOSE, "idle_timeout") == (closed.value.rcvd.code, closed.value.rcvd.reason)
