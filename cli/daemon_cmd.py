@@ -65,13 +65,20 @@ def pair(
     name: str | None = typer.Option(
         None, "--name", metavar="NAME", help="The name the new device is listed by."
     ),
+    scopes: str | None = typer.Option(
+        None,
+        "--scopes",
+        metavar="LIST",
+        help="What the device may do on the gateway: read, write, approvals (default read).",
+    ),
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Ask the running daemon for a pairing code.
 
-    The code is single use and valid five minutes.
+    The code is single use and valid five minutes; the device it pairs gets the scopes named.
     """
-    answer = issue_pairing_code(current_home(), name)
+    wanted = None if scopes is None else tuple(s.strip() for s in scopes.split(",") if s.strip())
+    answer = issue_pairing_code(current_home(), name, wanted)
     if json_output:
         render.emit_json(answer)
         return

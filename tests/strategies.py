@@ -558,6 +558,9 @@ EVENT_STRATEGIES: dict[type[DomainEvent], st.SearchStrategy[Any]] = {
         salt=hex_digests(),
         token_hash=hex_digests(),
         paired_at=utc_datetimes(),
+        scopes=st.lists(
+            st.sampled_from(["operator.read", "operator.write", "operator.approvals"]), max_size=3
+        ).map(tuple),
     ),
     DeviceSeen: _event(DeviceSeen, device_id=device_ids(), seen_at=utc_datetimes()),
     DeviceRevoked: _event(DeviceRevoked, device_id=device_ids(), revoked_at=utc_datetimes()),

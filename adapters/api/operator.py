@@ -84,9 +84,14 @@ def decide_approval(
     raise UnknownApprovalError(msg)
 
 
-def issue_pairing_code(home: Home, name: str | None) -> dict[str, Any]:
-    """A new single-use pairing code from the running daemon."""
-    return call_daemon(home, "pair.code", {} if name is None else {"name": name})
+def issue_pairing_code(
+    home: Home, name: str | None, scopes: tuple[str, ...] | None = None
+) -> dict[str, Any]:
+    """A new single-use pairing code from the running daemon, for a device with `scopes`."""
+    params: dict[str, Any] = {} if name is None else {"name": name}
+    if scopes is not None:
+        params["scopes"] = [s if s.startswith("operator.") else f"operator.{s}" for s in scopes]
+    return call_daemon(home, "pair.code", params)
 
 
 def daemon_status(home: Home) -> dict[str, Any]:

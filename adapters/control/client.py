@@ -29,7 +29,12 @@ _PAIRING_ERRORS: dict[str, type[LedgerclawError]] = {
     "pairing_code_expired": PairingCodeExpiredError,
     "pairing_code_invalid": PairingCodeInvalidError,
 }
-_EXIT_CODES = {"unknown_session": 6, "ambiguous_session": 6, "invalid_proof": 3}
+_EXIT_CODES = {
+    "unknown_session": 6,
+    "ambiguous_session": 6,
+    "invalid_proof": 3,
+    "bad_control_request": 2,
+}
 """Exit codes for refusals that a local error class would have given its own code."""
 
 

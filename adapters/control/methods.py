@@ -27,6 +27,8 @@ METHOD_SCOPES = {
     "pair.code": Scope.WRITE,
 }
 """The scope each control method needs."""
+LOCAL_ONLY = frozenset({"pair.code"})
+"""Methods only a local-control proof opens, whatever a device's scopes."""
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -49,6 +51,7 @@ class _Pair(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str | None = Field(default=None, min_length=1, max_length=100)
+    scopes: tuple[Scope, ...] = (Scope.READ,)
 
 
 def _parse(model: type[M], params: dict[str, Any]) -> M:
@@ -117,9 +120,14 @@ def control_methods(
 
         async def pair_code(params: dict[str, Any]) -> dict[str, Any]:
             wanted = _parse(_Pair, params)
-            code = issuer.issue(wanted.name)
+            code = issuer.issue(wanted.name, tuple(str(s) for s in wanted.scopes))
             remaining = max(0, round(code.expires_at - time.monotonic()))
-            return {"code": code.code, "expires_in_seconds": remaining, "name": code.name}
+            return {
+                "code": code.code,
+                "expires_in_seconds": remaining,
+                "name": code.name,
+                "scopes": list(code.scopes),
+            }
 
         methods["pair.code"] = pair_code
     return methods

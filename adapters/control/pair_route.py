@@ -61,7 +61,9 @@ def pair_route(
         try:
             issued = codes.consume(asked.code)
             name = issued.name or asked.name or "device"
-            device_id, token = await anyio.to_thread.run_sync(pair_device, journal, name, clock())
+            device_id, token = await anyio.to_thread.run_sync(
+                pair_device, journal, name, clock(), issued.scopes
+            )
         except PairingError as error:
             status = 410 if isinstance(error, PairingCodeExpiredError) else 400
             return _http_error(status, error_code(type(error)), str(error))

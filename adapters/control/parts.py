@@ -7,7 +7,7 @@ those parts is decided by `adapters.wiring.hosting` alone; the processes only us
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from adapters.control.plane import ControlPlane
@@ -41,6 +41,7 @@ class HostingParts(Protocol):
         approvals: PendingApprovals,
         authenticate: Callable[[str], DeviceId],
         codes: PairingCodes | None = None,
+        device_scopes: Callable[[object], Iterable[str]] | None = None,
     ) -> ControlPlane:
-        """The control plane of the process, checking proofs with the home's host key."""
+        """The control plane of the process, checking proofs and the devices' scopes."""
         ...

@@ -116,6 +116,7 @@ class ControlPlane:
         device_methods: Iterable[str] = frozenset({"status"}),
         *,
         method_scopes: Mapping[str, Scope] | None = None,
+        device_scopes: Callable[[object], Iterable[str]] | None = None,
         journal_position: Callable[[], int] | None = None,
         connect_timeout: float = CONNECT_TIMEOUT,
         tick_interval: float = TICK_INTERVAL,
@@ -127,6 +128,8 @@ class ControlPlane:
         self.device_methods = frozenset(device_methods)
         self.method_scopes = dict(method_scopes or {})
         """The scope each method needs; a method not named needs `operator.write`."""
+        self.device_scopes = device_scopes
+        """The scopes a device was paired with; without it, a device may read only."""
         self.state_version = 0
         """How many events were published."""
         self.journal_position: Callable[[], int] = journal_position or self._published
@@ -149,6 +152,12 @@ class ControlPlane:
                 await connection.push(event, payload, self.state_version)
             except (WebSocketDisconnect, RuntimeError):
                 self._connections.discard(connection)
+
+    def _scopes_of(self, device: object) -> tuple[Scope, ...]:
+        if self.device_scopes is None:
+            return DEVICE_SCOPES
+        named = set(self.device_scopes(device))
+        return tuple(scope for scope in ALL_SCOPES if scope in named)
 
     def _published(self) -> int:
         return self.state_version
@@ -280,8 +289,12 @@ class ControlPlane:
             else:
                 assert wanted.token is not None  # noqa: S101 - ConnectParams holds one credential
                 found = await anyio.to_thread.run_sync(self.authenticate_token, wanted.token)
-                role, granted, device = "device", DEVICE_SCOPES, str(found)
-                allowed = self.device_methods
+                role, granted, device = "device", self._scopes_of(found), str(found)
+                allowed = frozenset(
+                    m
+                    for m in self.device_methods
+                    if self.method_scopes.get(m, Scope.WRITE) in granted
+                )
         except ValidationError:
             raise _RefusedError("invalid_proof", "proof is malformed", close=True) from None
         except LedgerclawError as error:

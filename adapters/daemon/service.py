@@ -203,7 +203,7 @@ class Daemon:
             SessionKeyCheck(StreamableHTTPASGIApp(manager)), authenticator.authenticate, revoked
         )
         control = self.parts.control_plane(
-            self.health, approvals, authenticator.authenticate, self.codes
+            self.health, approvals, authenticator.authenticate, self.codes, authenticator.scopes_of
         )
         self.control = control
 

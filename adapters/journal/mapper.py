@@ -7,7 +7,7 @@ methods as they are read.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args, get_origin
 from uuid import UUID
 
 import orjson
@@ -129,7 +129,11 @@ def _default_in(event_type: type[DomainEvent], path: str) -> object:
     owner: type[BaseModel] = event_type
     *parents, name = path.split(".")
     for parent in parents:
+        if parent == "*":  # the values of the dict named just before
+            continue
         annotation = owner.model_fields[parent].annotation
+        if get_origin(annotation) is dict:
+            annotation = get_args(annotation)[1]
         if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
             msg = f"{event_type.__name__}.{path}: {parent} is not a nested model"
             raise TypeError(msg)
@@ -139,11 +143,16 @@ def _default_in(event_type: type[DomainEvent], path: str) -> object:
 
 
 def _drop_default(state: dict[str, Any], path: str, default: object) -> None:
-    *parents, name = path.split(".")
-    for parent in parents:
-        nested = state.get(parent)
-        if not isinstance(nested, dict):
-            return
-        state = nested
-    if name in state and state[name] == default:
-        del state[name]
+    """Remove the field at `path` where it equals `default`; `*` walks a dict's values."""
+    head, _, rest = path.partition(".")
+    if not rest:
+        if head in state and state[head] == default:
+            del state[head]
+        return
+    nested = state.get(head) if head != "*" else None
+    if head == "*":
+        for value in state.values():
+            if isinstance(value, dict):
+                _drop_default(value, rest, default)
+    elif isinstance(nested, dict):
+        _drop_default(nested, rest, default)

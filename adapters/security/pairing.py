@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from domain.devices.aggregate import REGISTRY_ID, DeviceRegistry
 from domain.devices.errors import DeviceError
-from domain.devices.events import DisplayName
+from domain.devices.events import DEFAULT_DEVICE_SCOPES, GATEWAY_SCOPES, DisplayName
 from domain.errors import LedgerclawError
 from domain.ids import DeviceId
 
@@ -54,6 +54,10 @@ class PairingCodeInvalidError(PairingError):
     """The pairing code is not the current one, or it was used or discarded."""
 
 
+class DeviceScopesInvalidError(PairingError):
+    """A pairing code asked for no scope or for a scope the gateway does not have."""
+
+
 class DeviceNameInvalidError(PairingError):
     """A device name is empty, longer than 100 characters, or not valid UTF-8."""
 
@@ -69,6 +73,8 @@ class PairingCode(BaseModel):
     """On the monotonic clock of the issuing `PairingCodes`."""
     name: DisplayName | None = None
     """The name the operator gave the device to come, if any."""
+    scopes: tuple[str, ...] = DEFAULT_DEVICE_SCOPES
+    """What the device to come may do on the gateway."""
 
 
 def normalise_code(code: str) -> str:
@@ -89,8 +95,14 @@ class PairingCodes:
         self._failures = 0
         self._lock = threading.Lock()
 
-    def issue(self, name: str | None = None) -> PairingCode:
-        """Make a new code, replacing any previous one."""
+    def issue(
+        self, name: str | None = None, scopes: tuple[str, ...] = DEFAULT_DEVICE_SCOPES
+    ) -> PairingCode:
+        """Make a new code for a device with `scopes`, replacing any previous one."""
+        unknown = sorted(set(scopes) - set(GATEWAY_SCOPES))
+        if unknown or not scopes:
+            msg = f"scopes are some of {', '.join(GATEWAY_SCOPES)}; not {', '.join(unknown)}"
+            raise DeviceScopesInvalidError(msg)
         raw = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
         half = CODE_LENGTH // 2
         try:
@@ -98,6 +110,7 @@ class PairingCodes:
                 code=f"{raw[:half]}-{raw[half:]}",
                 expires_at=self._clock() + self.ttl_seconds,
                 name=name,
+                scopes=tuple(sorted(set(scopes))),
             )
         except ValidationError:
             msg = "a device name has 1 to 100 characters"
@@ -144,8 +157,13 @@ class DeviceJournal(Protocol):
         ...
 
 
-def pair_device(journal: DeviceJournal, name: str, now: datetime) -> tuple[DeviceId, str]:
-    """Pair a new device named `name` and return its id and its token.
+def pair_device(
+    journal: DeviceJournal,
+    name: str,
+    now: datetime,
+    scopes: tuple[str, ...] = DEFAULT_DEVICE_SCOPES,
+) -> tuple[DeviceId, str]:
+    """Pair a new device named `name` with `scopes` and return its id and its token.
 
     The registry is created with the first pairing. The token is returned only here; the
     journal keeps a salted hash of its secret, so it cannot be shown again.
@@ -154,7 +172,7 @@ def pair_device(journal: DeviceJournal, name: str, now: datetime) -> tuple[Devic
     secret = secrets.token_urlsafe(32)
     salt = os.urandom(16)
     token = journal.update_devices(
-        lambda registry: registry.pair(device_id, name, salt, secret, now)
+        lambda registry: registry.pair(device_id, name, salt, secret, now, scopes=scopes)
     )
     log.info("paired device %s (%s)", device_id, name)
     return device_id, token
@@ -191,6 +209,12 @@ class TokenAuthenticator:
                 self.refused += 1
                 raise
             return device_id
+
+    def scopes_of(self, device_id: object) -> tuple[str, ...]:
+        """The gateway scopes `device_id` was paired with (none for an unknown device)."""
+        with self._lock:
+            record = self._registry_now().devices.get(DeviceId(str(device_id)))
+        return () if record is None else record.scopes
 
     def revoked(self) -> frozenset[DeviceId]:
         """Every revoked device, as the journal holds the registry now."""

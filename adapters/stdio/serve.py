@@ -72,7 +72,10 @@ async def serve_stdio(
                 "started_at": started_at.isoformat(),
             }
 
-        control = parts.control_plane(health, approvals, TokenAuthenticator(journal).authenticate)
+        tokens = TokenAuthenticator(journal)
+        control = parts.control_plane(
+            health, approvals, tokens.authenticate, device_scopes=tokens.scopes_of
+        )
         web = EmbeddedServer(
             uvicorn.Config(
                 LoopbackOnly(Starlette(routes=[control.route("/control")])),

@@ -6,12 +6,12 @@ they run it, and only this module picks the classes behind it. Adapter layer.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import anyio.to_thread
 
-from adapters.control.methods import METHOD_SCOPES, control_methods
+from adapters.control.methods import LOCAL_ONLY, METHOD_SCOPES, control_methods
 from adapters.control.plane import ControlPlane
 from adapters.home import Home
 from adapters.hosting.claims import SessionClaims
@@ -73,13 +73,17 @@ class HomeParts:
         approvals: PendingApprovals,
         authenticate: Callable[[str], DeviceId],
         codes: PairingCodes | None = None,
+        device_scopes: Callable[[object], Iterable[str]] | None = None,
     ) -> ControlPlane:
-        """The control plane, checking proofs with the home's host key."""
+        """The control plane, checking proofs with the home's host key and devices' scopes."""
         log = open_event_log(self.home)
+        methods = control_methods(health, approvals, codes)
         return ControlPlane(
-            control_methods(health, approvals, codes),
+            methods,
             ProofVerifier(load_or_create_host_key(self.home)),
             authenticate,
+            device_methods=frozenset(methods) - LOCAL_ONLY,
             method_scopes=METHOD_SCOPES,
+            device_scopes=device_scopes,
             journal_position=log.head,
         )

@@ -11,7 +11,13 @@ from pydantic import BaseModel, ConfigDict
 
 from domain.base import Aggregate, AggregateSnapshot, DomainEvent, SnapshotState, Value
 from domain.devices import errors, tokens
-from domain.devices.events import DevicePaired, DeviceRegistryCreated, DeviceRevoked, DeviceSeen
+from domain.devices.events import (
+    DEFAULT_DEVICE_SCOPES,
+    DevicePaired,
+    DeviceRegistryCreated,
+    DeviceRevoked,
+    DeviceSeen,
+)
 from domain.ids import DeviceId
 
 REGISTRY_ID = uuid5(NAMESPACE_URL, "ledgerclaw:device-registry")
@@ -27,6 +33,7 @@ class DeviceRecord(Value):
     paired_at: datetime
     last_seen_at: datetime | None = None
     revoked_at: datetime | None = None
+    scopes: tuple[str, ...] = DEFAULT_DEVICE_SCOPES
 
     @property
     def active(self) -> bool:
@@ -52,6 +59,7 @@ class DeviceRegistrySnapshot(AggregateSnapshot):
     """A DeviceRegistry at one version."""
 
     TOPIC: ClassVar[str] = "ledgerclaw.devices.snapshot"
+    SPARSE_FIELDS: ClassVar[tuple[str, ...]] = ("state.devices.*.scopes",)
 
     state: DeviceRegistrySnapshotState
 
@@ -70,10 +78,17 @@ class DeviceRegistry(Aggregate):
         """Create the home's registry; its id is fixed, so a second one cannot be saved."""
         return cls._create(DeviceRegistryCreated, id=REGISTRY_ID)
 
-    def pair(
-        self, device_id: DeviceId, display_name: str, salt: bytes, secret: str, paired_at: datetime
+    def pair(  # noqa: PLR0913 - the facts of one pairing
+        self,
+        device_id: DeviceId,
+        display_name: str,
+        salt: bytes,
+        secret: str,
+        paired_at: datetime,
+        *,
+        scopes: tuple[str, ...] = DEFAULT_DEVICE_SCOPES,
     ) -> str:
-        """Pair a device and return its bearer token; only the salted hash is recorded."""
+        """Pair a device with its scopes and return its bearer token; only a hash is kept."""
         if device_id in self.devices:
             msg = f"device {device_id} is already paired"
             raise errors.DeviceAlreadyPairedError(msg)
@@ -87,6 +102,7 @@ class DeviceRegistry(Aggregate):
             salt=salt.hex(),
             token_hash=tokens.hash_secret(salt, secret),
             paired_at=paired_at,
+            scopes=tuple(sorted(set(scopes))),
         )
         return tokens.compose_token(device_id, secret)
 
@@ -143,6 +159,7 @@ class DeviceRegistry(Aggregate):
             salt=event.salt,
             token_hash=event.token_hash,
             paired_at=event.paired_at,
+            scopes=event.scopes,
         )
 
     @apply_event.register

@@ -9,7 +9,12 @@ from pydantic import AfterValidator, Field
 
 from domain.base import Aggregate
 from domain.ids import DeviceId
-from domain.text import check_text
+from domain.text import ShortText, check_text
+
+GATEWAY_SCOPES = ("operator.read", "operator.write", "operator.approvals")
+"""Every scope of the gateway a device may be granted."""
+DEFAULT_DEVICE_SCOPES = ("operator.read",)
+"""The scopes of a device paired without naming any (and of every device paired before)."""
 
 DisplayName = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(check_text)]
 HexDigest = Annotated[str, Field(pattern=r"^[0-9a-f]{32,128}$")]
@@ -29,6 +34,7 @@ class DevicePaired(DeviceRegistryEvent):
     """A device exchanged a pairing code for a token; only the token's salted hash is kept."""
 
     TOPIC: ClassVar[str] = "ledgerclaw.devices.paired"
+    SPARSE_FIELDS: ClassVar[tuple[str, ...]] = ("scopes",)
     KEY_FIELDS = ("device_id", "display_name")
 
     device_id: DeviceId
@@ -36,6 +42,8 @@ class DevicePaired(DeviceRegistryEvent):
     salt: HexDigest
     token_hash: HexDigest
     paired_at: datetime
+    scopes: tuple[ShortText, ...] = DEFAULT_DEVICE_SCOPES
+    """What the device may do on the gateway; devices paired before scopes read only."""
 
 
 class DeviceSeen(DeviceRegistryEvent):

@@ -84,7 +84,7 @@ def test_pair_records_only_the_salt_and_hash_of_the_secret() -> None:
     events = history(paired(), lambda r: r.mark_seen(PHONE, LATER), revoked())
     dumped = [event.model_dump_json() for event in events]
     assert [] == [text for text in dumped if SECRET in text or token() in text]
-    expected = {"device_id", "display_name", "salt", "token_hash", "paired_at"}
+    expected = {"device_id", "display_name", "salt", "token_hash", "paired_at", "scopes"}
     assert expected == set(DevicePaired.model_fields) - set(DomainEvent.model_fields)
 
 
@@ -296,3 +296,14 @@ def test_each_refusal_says_what_went_wrong(
 ) -> None:
     """A refusal carries one fixed sentence naming the device where it is known."""
     assert message == str(refused(history(*given), command, error))
+
+
+def test_a_device_keeps_the_scopes_it_was_paired_with() -> None:
+    """Scopes named at pairing are kept sorted and unique; none named means read only."""
+    registry = DeviceRegistry.create()
+    both = ("operator.write", "operator.read", "operator.write")
+    registry.pair(PHONE, "Phone", SALT, SECRET, PAIRED_AT, scopes=both)
+    registry.pair(LAPTOP, "Laptop", OTHER_SALT, OTHER_SECRET, PAIRED_AT)
+
+    assert ("operator.read", "operator.write") == registry.devices[PHONE].scopes
+    assert ("operator.read",) == registry.devices[LAPTOP].scopes
