@@ -6,20 +6,17 @@ host key, so only a process that can read the key can drive the daemon.
 
 from __future__ import annotations
 
-import time
 import urllib.error
 import urllib.request
-from typing import Any, cast
+from typing import Any
 
 import orjson
-from websockets.exceptions import ConnectionClosed, InvalidHandshake
-from websockets.sync.client import connect
-from websockets.sync.connection import Connection
 
+from adapters.control.gateway_client import GatewayClient, GatewayError, GatewayGoneError
 from adapters.home import Home
 from adapters.hosting.daemon_lock import is_daemon_running
 from adapters.hosting.daemon_state import read_daemon_state
-from adapters.security.host_key import load_host_key, sign_proof
+from adapters.security.host_key import load_host_key
 from adapters.security.pairing import PairingCodeExpiredError, PairingCodeInvalidError
 from domain.errors import LedgerclawError
 
@@ -83,61 +80,19 @@ def call_daemon(
     """
     port = daemon_port(home) if port is None else port
     key = load_host_key(home)
-    deadline = time.monotonic() + timeout
     try:
-        with connect(
-            f"ws://127.0.0.1:{port}/control",
-            open_timeout=timeout,
-            close_timeout=1,
-            max_size=MAX_ANSWER_BYTES,
-            proxy=None,
-        ) as websocket:
-            challenge = _receive(websocket, deadline)
-            nonce = challenge.get("payload", {}).get("nonce")
-            if challenge.get("event") != "connect.challenge" or not isinstance(nonce, str):
-                msg = f"port {port} did not send a ledgerclaw challenge"
-                raise DaemonNotRespondingError(msg)
-            proof = sign_proof(key, nonce, operation).model_dump()
-            hello = {"proof": proof, "client": {"name": "ledgerclaw-cli"}}
-            _request(websocket, deadline, "1", "connect", hello)
-            return _request(websocket, deadline, "2", operation, params or {})
+        with GatewayClient.open(port, key=key, operation=operation, timeout=timeout) as client:
+            return client.call(operation, params or {})
     except (ConnectionRefusedError, FileNotFoundError):
         raise _not_running(home) from None
-    except TimeoutError:
-        msg = f"the daemon for home {home.root} did not answer within {timeout:g} seconds"
+    except GatewayError as refusal:
+        raise ControlError(refusal.code, str(refusal)) from None
+    except GatewayGoneError as gone:
+        if "in time" in str(gone):
+            msg = f"the daemon for home {home.root} did not answer within {timeout:g} seconds"
+        else:
+            msg = f"the daemon on port {port} broke off the conversation: {gone}"
         raise DaemonNotRespondingError(msg) from None
-    except (ConnectionClosed, InvalidHandshake, OSError) as error:
-        msg = f"the daemon on port {port} broke off the conversation: {error}"
-        raise DaemonNotRespondingError(msg) from None
-
-
-def _request(
-    websocket: Connection, deadline: float, request_id: str, method: str, params: object
-) -> dict[str, Any]:
-    frame = {"type": "req", "id": request_id, "method": method, "params": params}
-    websocket.send(orjson.dumps(frame).decode())
-    while True:
-        answer = _receive(websocket, deadline)
-        if answer.get("type") == "res" and answer.get("id") == request_id:
-            break
-    payload = answer.get("payload", {})
-    if answer.get("ok") is True and isinstance(payload, dict):
-        return cast("dict[str, Any]", payload)
-    error = answer.get("error")
-    error = error if isinstance(error, dict) else {}
-    raise ControlError(str(error.get("code", "unknown")), str(error.get("message", "refused")))
-
-
-def _receive(websocket: Connection, deadline: float) -> dict[str, Any]:
-    raw = websocket.recv(timeout=max(deadline - time.monotonic(), 0))
-    try:
-        frame = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        frame = None
-    if not isinstance(frame, dict):
-        msg = "the daemon sent a frame that is not a JSON object"
-        raise DaemonNotRespondingError(msg)
-    return frame
 
 
 def exchange_pairing_code(

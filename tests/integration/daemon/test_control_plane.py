@@ -32,6 +32,7 @@ from adapters.control.client import (
     exchange_pairing_code,
 )
 from adapters.control.frames import Scope
+from adapters.control.gateway_client import GatewayClient, GatewayError
 from adapters.control.pair_route import pair_route
 from adapters.control.plane import (
     CONNECT_TIMEOUT,
@@ -638,3 +639,44 @@ def test_a_connected_peer_gets_ticks_and_a_silent_one_is_dropped(quick_daemon: D
     assert ticks[0]["seq"] + 1 == ticks[1]["seq"]
     assert closed.value.rcvd is not None
     assert (IDLE_CLOSE, "idle_timeout") == (closed.value.rcvd.code, closed.value.rcvd.reason)
+
+
+# -- the gateway client ---------------------------------------------------------------------
+
+
+def test_the_gateway_client_connects_calls_and_keeps_the_events(daemon: Daemon) -> None:
+    """With the host key it connects as `gateway`; events pushed meanwhile are kept in order."""
+    with GatewayClient.open(daemon.port, key=daemon.key) as client:
+        client.call("notify", {"n": 1})
+        client.call("notify", {"n": 2})
+        pushed = [e for e in client.events(timeout=0.5) if e["event"] == "ping"]
+
+        assert ("local", 1) == (client.hello["role"], client.hello["protocol"])
+    assert [{"n": 1}, {"n": 2}] == [e["payload"] for e in pushed]
+    assert pushed[0]["seq"] + 1 == pushed[1]["seq"]
+
+
+def test_the_gateway_client_raises_the_daemons_refusals_with_their_hints(daemon: Daemon) -> None:
+    """A failing method is `internal` and retryable; a missing one is not retryable."""
+    with GatewayClient.open(daemon.port, key=daemon.key) as client:
+        with pytest.raises(GatewayError) as failed:
+            client.call("boom")
+        with pytest.raises(GatewayError) as unknown:
+            client.call("nope")
+
+    assert ("internal", True) == (failed.value.code, failed.value.retryable)
+    assert "secret internals" not in str(failed.value)
+    assert ("unknown_method", False) == (unknown.value.code, unknown.value.retryable)
+
+
+def test_the_gateway_client_connects_a_device_by_token(daemon: Daemon) -> None:
+    """A paired device's token connects it; what it may not call is refused `forbidden`."""
+    device_id, token = paired_token(daemon)
+
+    with GatewayClient.open(daemon.port, token=token) as client:
+        assert {"running": True} == client.call("status")
+        with pytest.raises(GatewayError, match="may not call") as refused:
+            client.call("echo")
+
+        assert device_id == client.hello["device"]
+    assert "forbidden" == refused.value.code

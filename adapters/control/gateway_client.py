@@ -1,0 +1,205 @@
+"""A small synchronous client of the gateway protocol: handshake, requests, events; adapter layer.
+
+It answers `connect.challenge` with a local-control proof signed by the home's host key (for
+the command line) or with a device token (for a script on a paired device), sends requests
+with fresh ids, pairs each response with its request, and keeps the events that arrive in
+between, in order, for `events`. A refused request raises `GatewayError` with the daemon's
+code, message and retry hints. See docs/gateway.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import deque
+from collections.abc import Iterator
+from types import TracebackType
+from typing import Any, Self, cast
+
+import orjson
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
+from websockets.sync.client import connect
+from websockets.sync.connection import Connection
+
+from adapters.control.frames import PROTOCOL_VERSION, Scope
+from adapters.security.host_key import sign_proof
+from domain.errors import LedgerclawError
+
+DEFAULT_TIMEOUT = 10.0
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+CLIENT_NAME = "ledgerclaw"
+
+
+class GatewayError(LedgerclawError):
+    """The daemon refused a request; `code` names why, `retryable` whether to try again."""
+
+    def __init__(
+        self, code: str, message: str, *, retryable: bool = False, retry_after_ms: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.retryable = retryable
+        self.retry_after_ms = retry_after_ms
+
+
+class GatewayGoneError(LedgerclawError):
+    """The daemon did not answer in time, or closed the connection, or is not a daemon."""
+
+    exit_code = 3
+
+
+class GatewayClient:
+    """One connection to the gateway, connected: `hello` holds the daemon's answer."""
+
+    def __init__(self, websocket: Connection, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._websocket = websocket
+        self._timeout = timeout
+        self._ids = (str(n) for n in itertools.count(1))
+        self._events: deque[dict[str, Any]] = deque()
+        self.hello: dict[str, Any] = {}
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(  # noqa: PLR0913 - the two ways to connect and their options
+        cls,
+        port: int,
+        *,
+        key: bytes | None = None,
+        operation: str = "gateway",
+        token: str | None = None,
+        scopes: tuple[Scope, ...] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> GatewayClient:
+        """Connect to the daemon on `port` with a proof signed by `key`, or with `token`."""
+        try:
+            websocket = connect(
+                f"ws://127.0.0.1:{port}/control",
+                open_timeout=timeout,
+                close_timeout=1,
+                max_size=MAX_ANSWER_BYTES,
+                proxy=None,
+            )
+        except (ConnectionRefusedError, FileNotFoundError):
+            raise  # nothing listens: the caller knows whether that means no daemon
+        except (TimeoutError, InvalidHandshake, OSError) as error:
+            msg = f"no gateway answered on port {port}: {error}"
+            raise GatewayGoneError(msg) from None
+        client = cls(websocket, timeout)
+        try:
+            client._handshake(port, key, operation, token, scopes)
+        except BaseException:
+            client.close()
+            raise
+        return client
+
+    def _handshake(
+        self,
+        port: int,
+        key: bytes | None,
+        operation: str,
+        token: str | None,
+        scopes: tuple[Scope, ...] | None,
+    ) -> None:
+        challenge = self._receive(time.monotonic() + self._timeout)
+        nonce = challenge.get("payload", {}).get("nonce")
+        if challenge.get("event") != "connect.challenge" or not isinstance(nonce, str):
+            msg = f"port {port} did not send a ledgerclaw challenge"
+            raise GatewayGoneError(msg)
+        params: dict[str, Any] = {
+            "min_protocol": PROTOCOL_VERSION,
+            "max_protocol": PROTOCOL_VERSION,
+            "client": {"name": CLIENT_NAME},
+        }
+        if scopes is not None:
+            params["scopes"] = [str(s) for s in scopes]
+        if token is not None:
+            params["token"] = token
+        else:
+            if key is None:
+                msg = "a gateway client needs a host key or a device token"
+                raise ValueError(msg)
+            params["proof"] = sign_proof(key, nonce, operation).model_dump()
+        self.hello = self.call("connect", params)
+
+    # -- talking ---------------------------------------------------------------------------
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Send one request and return its payload; a refusal raises GatewayError."""
+        request_id = next(self._ids)
+        frame = {"type": "req", "id": request_id, "method": method, "params": params or {}}
+        deadline = time.monotonic() + self._timeout
+        try:
+            self._websocket.send(orjson.dumps(frame).decode())
+            while True:
+                answer = self._receive(deadline)
+                if answer.get("type") == "event":
+                    self._events.append(answer)
+                elif answer.get("type") == "res" and answer.get("id") == request_id:
+                    break
+        except ConnectionClosed as closed:
+            raise _gone(closed) from None
+        payload = answer.get("payload", {})
+        if answer.get("ok") is True and isinstance(payload, dict):
+            return cast("dict[str, Any]", payload)
+        error = answer.get("error")
+        error = error if isinstance(error, dict) else {}
+        raise GatewayError(
+            str(error.get("code", "unknown")),
+            str(error.get("message", "refused")),
+            retryable=bool(error.get("retryable", False)),
+            retry_after_ms=error.get("retry_after_ms"),
+        )
+
+    def events(self, timeout: float = 0.0) -> Iterator[dict[str, Any]]:
+        """The events received so far, then those arriving within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            while self._events:
+                yield self._events.popleft()
+            if time.monotonic() >= deadline:
+                return
+            try:
+                frame = self._receive(deadline)
+            except GatewayGoneError:
+                return
+            if frame.get("type") == "event":
+                self._events.append(frame)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._websocket.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _receive(self, deadline: float) -> dict[str, Any]:
+        try:
+            raw = self._websocket.recv(timeout=max(deadline - time.monotonic(), 0))
+        except TimeoutError:
+            msg = "the daemon did not answer in time"
+            raise GatewayGoneError(msg) from None
+        except ConnectionClosed as closed:
+            raise _gone(closed) from None
+        try:
+            frame = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            frame = None
+        if not isinstance(frame, dict):
+            msg = "the daemon sent a frame that is not a JSON object"
+            raise GatewayGoneError(msg)
+        return frame
+
+
+def _gone(closed: ConnectionClosed) -> GatewayGoneError:
+    received = closed.rcvd
+    why = f" ({received.code} {received.reason})" if received is not None else ""
+    return GatewayGoneError(f"the daemon closed the connection{why}")
