@@ -47,6 +47,8 @@ MAX_NAME_LENGTH = 128
 CONNECT_TIMEOUT = 10.0
 TICK_INTERVAL = 15.0
 IDLE_TIMEOUT = 60.0
+CANCEL = "\x00cancel"
+"""The method `_parse` gives a `cancel` frame (no request method can be named so)."""
 GATEWAY_OPERATION = "gateway"
 """The proof operation that opens every method: what an interactive client signs."""
 EVENTS = ("connect.challenge", "tick")
@@ -90,6 +92,8 @@ class _Connection:
     allowed: frozenset[str] | None = None
     """What `connect` allowed; None until it succeeds."""
     scopes: frozenset[Scope] = frozenset()
+    in_flight: dict[str, anyio.CancelScope] = field(default_factory=dict)
+    """The requests being answered, by id: what a `cancel` frame reaches."""
     seq: int = 0
     lock: anyio.Lock = field(default_factory=anyio.Lock)
 
@@ -210,27 +214,66 @@ class ControlPlane:
 
     async def _converse(self, connection: _Connection) -> None:
         bad_frames = 0
-        while True:
-            message = await self._receive(connection)
-            if message is None or message["type"] == "websocket.disconnect":
-                return
-            limit = MAX_FRAME_BYTES if connection.allowed is not None else PRE_CONNECT_MAX_BYTES
-            try:
-                data = message.get("text") or message.get("bytes")
-                request_id, method, params = _parse(data, limit)
-                try:
-                    payload = await self._dispatch(connection, method, params)
-                except _RefusedError as refusal:
-                    refusal.request_id = request_id
-                    raise
-            except _RefusedError as refusal:
-                bad_frames += refusal.code == "bad_frame"
-                await connection.send(_failure(refusal))
-                if refusal.close or bad_frames >= MAX_BAD_FRAMES:
-                    await connection.websocket.close(POLICY_VIOLATION, refusal.code)
+        async with anyio.create_task_group() as requests:
+            while True:
+                message = await self._receive(connection)
+                if message is None or message["type"] == "websocket.disconnect":
+                    requests.cancel_scope.cancel()
                     return
-                continue
-            await connection.send({"type": "res", "id": request_id, "ok": True, "payload": payload})
+                limit = MAX_FRAME_BYTES if connection.allowed is not None else PRE_CONNECT_MAX_BYTES
+                try:
+                    data = message.get("text") or message.get("bytes")
+                    request_id, method, params = _parse(data, limit)
+                    if method == CANCEL:
+                        self._cancel(connection, request_id)
+                        continue
+                    if connection.allowed is None or method == "connect":
+                        # The handshake is answered in order: nothing else may run before it.
+                        await self._answer(connection, request_id, method, params)
+                        continue
+                    if request_id in connection.in_flight:
+                        await connection.send(_duplicate(request_id))
+                        continue
+                    connection.in_flight[request_id] = anyio.CancelScope()
+                    requests.start_soon(self._answer, connection, request_id, method, params)
+                except _RefusedError as refusal:
+                    bad_frames += refusal.code == "bad_frame"
+                    await connection.send(_failure(refusal))
+                    if refusal.close or bad_frames >= MAX_BAD_FRAMES:
+                        await connection.websocket.close(POLICY_VIOLATION, refusal.code)
+                        requests.cancel_scope.cancel()
+                        return
+
+    @staticmethod
+    def _cancel(connection: _Connection, request_id: str) -> None:
+        """Cancel a request in flight; one already answered (or unknown) is left alone."""
+        scope = connection.in_flight.get(request_id)
+        if scope is not None:
+            scope.cancel()
+
+    async def _answer(
+        self, connection: _Connection, request_id: str, method: str, params: dict[str, Any]
+    ) -> None:
+        """Run one request and send its response, whatever ends it."""
+        scope = connection.in_flight.get(request_id) or anyio.CancelScope()
+        try:
+            with scope:
+                payload = await self._dispatch(connection, method, params)
+                frame = {"type": "res", "id": request_id, "ok": True, "payload": payload}
+            if scope.cancelled_caught:
+                refusal = _RefusedError("cancelled", f"request {request_id!r} was cancelled")
+                refusal.request_id = request_id
+                frame = _failure(refusal)
+        except _RefusedError as refusal:
+            refusal.request_id = request_id
+            frame = _failure(refusal)
+            if refusal.close:
+                await connection.send(frame)
+                await connection.websocket.close(POLICY_VIOLATION, refusal.code)
+                return
+        finally:
+            connection.in_flight.pop(request_id, None)
+        await connection.send(frame)
 
     async def _dispatch(
         self, connection: _Connection, method: str, params: dict[str, Any]
@@ -341,6 +384,8 @@ def _parse(data: str | bytes | None, limit: int) -> tuple[str, str, dict[str, An
         frame = orjson.loads(raw)
     except orjson.JSONDecodeError:
         raise _RefusedError("bad_frame", "frame is not JSON") from None
+    if isinstance(frame, dict) and frame.get("type") == "cancel" and _is_name(frame.get("id")):
+        return frame["id"], CANCEL, {}
     if not isinstance(frame, dict) or frame.get("type") != "req":
         raise _RefusedError("bad_frame", 'frame is not a request ({"type": "req", ...})')
     request_id, method, params = frame.get("id"), frame.get("method"), frame.get("params", {})
@@ -354,6 +399,11 @@ def _parse(data: str | bytes | None, limit: int) -> tuple[str, str, dict[str, An
 
 def _is_name(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and 0 < len(value) <= MAX_NAME_LENGTH
+
+
+def _duplicate(request_id: str) -> dict[str, Any]:
+    msg = f"request {request_id!r} is still being answered"
+    return _failure(_RefusedError("duplicate_id", msg, request_id=request_id))
 
 
 def _failure(refusal: _RefusedError) -> dict[str, Any]:

@@ -680,3 +680,32 @@ def test_the_gateway_client_connects_a_device_by_token(daemon: Daemon) -> None:
 
         assert device_id == client.hello["device"]
     assert "forbidden" == refused.value.code
+
+
+def test_a_cancel_ends_a_request_in_flight_while_others_are_answered(daemon: Daemon) -> None:
+    """A slow request is cancelled by its id; a status sent after it is answered first."""
+    websocket, nonce = open_socket(daemon)
+    ask(websocket, "connect", {"proof": gateway_proof(daemon, nonce)})
+
+    websocket.send(orjson.dumps({"type": "req", "id": "s", "method": "slow"}).decode())
+    websocket.send(orjson.dumps({"type": "req", "id": "q", "method": "status"}).decode())
+    first = receive(websocket)
+    websocket.send(orjson.dumps({"type": "cancel", "id": "s"}).decode())
+    second = receive(websocket)
+    websocket.close()
+
+    assert ("q", True) == (first["id"], first["ok"])
+    assert ("s", "cancelled") == (second["id"], second["error"]["code"])
+
+
+def test_a_request_id_still_in_flight_cannot_be_reused(daemon: Daemon) -> None:
+    """Two requests with one id at once: the second is refused `duplicate_id`."""
+    websocket, nonce = open_socket(daemon)
+    ask(websocket, "connect", {"proof": gateway_proof(daemon, nonce)})
+
+    for _ in range(2):
+        websocket.send(orjson.dumps({"type": "req", "id": "x", "method": "slow"}).decode())
+    answers = [receive(websocket), receive(websocket)]
+    websocket.close()
+
+    assert ["duplicate_id", None] == [a.get("error", {}).get("code") for a in answers]
