@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 
 from adapters.clock import SystemClock
-from adapters.config.failover import failover_chain, loop_limits
+from adapters.config.failover import loop_settings
 from adapters.home import Home
 from adapters.hosting.claims import SessionClaims
 from adapters.pipeline.context import RunScope
@@ -195,20 +195,10 @@ def agent_session(
     """
     config = home_config(home)
     tools, policy = first_party_tools(config, home), pipeline_policy(home, config)
-    chain, failover = failover_chain(config, model)
+    settings = loop_settings(config, model)
     providers = ProviderSet(config, home)
-    first = providers.settings_of(Candidate(chain[0].provider, chain[0].model, "-"))
-    assert first is not None  # noqa: S101 - the chain names configured models only
-    for choice in chain:  # a scripted model's script is read and checked before anything
+    for choice in settings.chain:  # a scripted model's script is read and checked first
         providers(Candidate(choice.provider, choice.model, choice.profiles[0]))
-    settings = LoopSettings(
-        chain=chain,
-        policy=failover,
-        limits=loop_limits(config),
-        context_window=first.context_window,
-        output_reserve=first.output_reserve,
-        max_output_tokens=first.output_reserve,
-    )
     session_id = None if session is None else open_reader(home).resolve_session(session)
     journal = open_journal(home)
     new = session_id is None

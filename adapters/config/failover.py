@@ -6,6 +6,7 @@ import difflib
 
 from adapters.errors import ConfigError
 from adapters.settings.config_file import Config
+from domain.agent.decider import LoopSettings
 from domain.agent.failover import FailoverPolicy, ModelChoice
 from domain.agent.loop_guard import LoopLimits
 
@@ -53,6 +54,25 @@ def loop_limits(config: Config) -> LoopLimits:
         same_failure=agent.same_failure_limit,
         failed_turns=agent.failed_turns_limit,
         turns=agent.turn_limit,
+    )
+
+
+def loop_settings(config: Config, explicit: str | None = None) -> LoopSettings:
+    """What a run decides with: the chain, failover, limits and the first model's window."""
+    chain, failover = failover_chain(config, explicit)
+    lead = chain[0]
+    first = next(
+        m
+        for m in config.models.values()
+        if (str(m.provider), m.model) == (lead.provider, lead.model)
+    )
+    return LoopSettings(
+        chain=chain,
+        policy=failover,
+        limits=loop_limits(config),
+        context_window=first.context_window,
+        output_reserve=first.output_reserve,
+        max_output_tokens=first.output_reserve,
     )
 
 
