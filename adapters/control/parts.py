@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from adapters.control.plane import ControlPlane
 from adapters.projections.runner import ProjectionRunner
+from adapters.runtime.agent_host import AgentHost, Publish
 from adapters.runtime.approvals import PendingApprovals
 from adapters.runtime.recovery import RecoveryReport
 from adapters.runtime.session_host import SessionHost
@@ -35,13 +36,21 @@ class HostingParts(Protocol):
         """The session host over the governed pipeline, and the approvals it waits on."""
         ...
 
-    def control_plane(
+    def control_plane(  # noqa: PLR0913 - the plane's parts
         self,
         health: Callable[[], dict[str, Any]],
         approvals: PendingApprovals,
         authenticate: Callable[[str], DeviceId],
         codes: PairingCodes | None = None,
+        *,
         device_scopes: Callable[[object], Iterable[str]] | None = None,
+        agents: AgentHost | None = None,
     ) -> ControlPlane:
         """The control plane of the process, checking proofs and the devices' scopes."""
+        ...
+
+    def agent_host(
+        self, journal: Journal, approvals: PendingApprovals, publish: Publish
+    ) -> AgentHost | None:
+        """The daemon's agent sessions, or None when no `[agent] model` is configured."""
         ...

@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import uvicorn
+from anyio.abc import TaskGroup
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -40,6 +41,7 @@ from adapters.mcp.callers import HTTP_STATELESS
 from adapters.mcp.server import build_server
 from adapters.mcp.session_key import SessionKeyCheck
 from adapters.projections.runner import ProjectionRunner
+from adapters.runtime.agent_host import AgentHost
 from adapters.runtime.approvals import PendingApprovals
 from adapters.runtime.health import host_health
 from adapters.runtime.session_host import SessionHost
@@ -98,6 +100,7 @@ class Daemon:
     authenticator: TokenAuthenticator = field(init=False)
     control: ControlPlane = field(init=False)
     codes: PairingCodes = field(init=False)
+    agents: AgentHost | None = None
 
     def __post_init__(self) -> None:
         self.codes = PairingCodes(ttl_seconds=self.config.daemon.pairing_code_seconds)
@@ -127,6 +130,7 @@ class Daemon:
             self.recovered = len(report.recovered)
             host, approvals = self.parts.assemble(journal)
             self.host, self.approvals = host, approvals
+            self.agents = self.parts.agent_host(journal, approvals, self._publish)
             app, manager, guard = self._app(journal, host, approvals)
             self.guard = guard
             server = EmbeddedServer(
@@ -152,6 +156,7 @@ class Daemon:
                     served.set()
 
             async with anyio.create_task_group() as tasks, manager.run():
+                await self._start_agents(tasks)
                 tasks.start_soon(self._signals)
                 tasks.start_soon(serve)
                 tasks.start_soon(self._projections, runner)
@@ -166,14 +171,7 @@ class Daemon:
                 if ready is not None:
                     ready(self)
                 await self.stopping.wait()
-                log.info("stopping (%s): no new calls admitted", self.stop_reason)
-                cancelled = await host.stop(float(settings.grace_seconds))
-                if cancelled:
-                    log.warning("%d call(s) still running or waiting were cancelled", cancelled)
-                try:
-                    await anyio.to_thread.run_sync(runner.catch_up)
-                except LedgerclawError as error:
-                    log.error("the last projection catch-up failed: %s", error)  # noqa: TRY400 - expected, one line
+                await self._wind_down(host, runner, float(settings.grace_seconds))
                 server.should_exit = True
                 with anyio.move_on_after(10):
                     await served.wait()
@@ -203,7 +201,12 @@ class Daemon:
             SessionKeyCheck(StreamableHTTPASGIApp(manager)), authenticator.authenticate, revoked
         )
         control = self.parts.control_plane(
-            self.health, approvals, authenticator.authenticate, self.codes, authenticator.scopes_of
+            self.health,
+            approvals,
+            authenticator.authenticate,
+            self.codes,
+            device_scopes=authenticator.scopes_of,
+            agents=self.agents,
         )
         self.control = control
 
@@ -224,6 +227,37 @@ class Daemon:
         app = Starlette(routes=routes, lifespan=lifespan)
         app.add_middleware(LoopbackOnly)
         return app, manager, guard
+
+    async def _wind_down(self, host: SessionHost, runner: ProjectionRunner, grace: float) -> None:
+        """Admit nothing new, let runs and calls finish within `grace`, catch the models up."""
+        log.info("stopping (%s): no new calls admitted", self.stop_reason)
+        await self._stop_agents(grace)
+        cancelled = await host.stop(grace)
+        if cancelled:
+            log.warning("%d call(s) still running or waiting were cancelled", cancelled)
+        try:
+            await anyio.to_thread.run_sync(runner.catch_up)
+        except LedgerclawError as error:
+            log.error("the last projection catch-up failed: %s", error)  # noqa: TRY400 - expected, one line
+
+    async def _start_agents(self, tasks: TaskGroup) -> None:
+        """Start hosting agent sessions, if a model is configured, before anything is served."""
+        if self.agents is None:
+            return
+        ready = anyio.Event()
+        tasks.start_soon(self.agents.serve, ready.set)
+        await ready.wait()
+
+    async def _stop_agents(self, grace: float) -> None:
+        """Let agent runs finish within `grace`, then end the rest."""
+        if self.agents is None:
+            return
+        ended = await self.agents.stop(grace)
+        if ended:
+            log.warning("%d agent run(s) still working were ended", ended)
+
+    async def _publish(self, event: str, payload: dict[str, Any]) -> None:
+        await self.control.publish(event, payload)
 
     def health(self) -> dict[str, Any]:
         """What `/healthz` and `daemon status` report."""

@@ -43,6 +43,7 @@ from domain.session.aggregate import Session
 from domain.tools.result import ToolResult
 from domain.values.attempts import AttemptEnd
 from domain.values.receipts import CancelReason, OutcomeCategory
+from domain.values.runs import RunEndReason
 
 END_OUTCOMES = {
     AttemptEnd.DENIED: OutcomeCategory.ACCESS_DENIED,
@@ -70,6 +71,8 @@ class AgentHooks:
 class _Abort:
     """The inbox item that aborts the run."""
 
+    reason: RunEndReason = RunEndReason.ABORT
+
 
 _Item = UserSpoke | _Abort
 
@@ -90,7 +93,7 @@ class AgentDriver:
     _send: MemoryObjectSendStream[_Item] = field(init=False)
     _receive: MemoryObjectReceiveStream[_Item] = field(init=False)
     _started: float = field(init=False, default=0.0)
-    _aborting: bool = field(init=False, default=False)
+    _aborting: RunEndReason | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self._send, self._receive = anyio.create_memory_object_stream[_Item](math.inf)
@@ -105,9 +108,12 @@ class AgentDriver:
         """
         return self._post(UserSpoke(text, follow_up=follow_up))
 
-    def abort(self) -> bool:
-        """Abort the run: the model stream and running calls are cancelled (False if ended)."""
-        return self._post(_Abort())
+    def abort(self, reason: RunEndReason = RunEndReason.ABORT) -> bool:
+        """Abort the run: the model stream and running calls are cancelled (False if ended).
+
+        `shutdown` says the host is stopping rather than that the user gave up.
+        """
+        return self._post(_Abort(reason))
 
     def _post(self, item: _Item) -> bool:
         try:
@@ -147,15 +153,15 @@ class AgentDriver:
             async def listen() -> None:
                 async for item in self._receive:
                     if isinstance(item, _Abort):
-                        self._aborting = True
+                        self._aborting = item.reason
                         tasks.cancel_scope.cancel()
                         return
                     await self._record(loop.decide(item))
 
             tasks.start_soon(work)
             tasks.start_soon(listen)
-        if self._aborting or not outcome:
-            return Aborted(tuple(done))
+        if self._aborting is not None or not outcome:
+            return Aborted(tuple(done), self._aborting or RunEndReason.ABORT)
         return outcome[0]
 
     async def _do(self, step: Step, done: list[Executed]) -> Fact:

@@ -11,12 +11,16 @@ from typing import Any
 
 import anyio.to_thread
 
+from adapters.clock import SystemClock
+from adapters.config.failover import loop_settings
+from adapters.control.agent_methods import AGENT_METHOD_SCOPES, agent_methods
 from adapters.control.methods import LOCAL_ONLY, METHOD_SCOPES, control_methods
 from adapters.control.plane import ControlPlane
 from adapters.home import Home
 from adapters.hosting.claims import SessionClaims
 from adapters.journal.journal import SqliteJournal
 from adapters.projections.runner import ProjectionRunner
+from adapters.runtime.agent_host import AgentHost, Publish
 from adapters.runtime.approvals import PendingApprovals
 from adapters.runtime.recovery import RecoveryReport, recover_orphans
 from adapters.runtime.session_host import SessionHost
@@ -24,6 +28,7 @@ from adapters.security.host_key import ProofVerifier, load_or_create_host_key
 from adapters.security.pairing import PairingCodes
 from adapters.settings.config_file import Config
 from adapters.wiring.home import open_event_log
+from adapters.wiring.providers import ProviderSet
 from adapters.wiring.tools import dispatcher, first_party_tools, pipeline_policy
 from domain.ids import DeviceId
 from domain.ports import Journal
@@ -67,23 +72,51 @@ class HomeParts:
         )
         return host, approvals
 
-    def control_plane(
+    def control_plane(  # noqa: PLR0913 - the plane's parts
         self,
         health: Callable[[], dict[str, Any]],
         approvals: PendingApprovals,
         authenticate: Callable[[str], DeviceId],
         codes: PairingCodes | None = None,
+        *,
         device_scopes: Callable[[object], Iterable[str]] | None = None,
+        agents: AgentHost | None = None,
     ) -> ControlPlane:
         """The control plane, checking proofs with the home's host key and devices' scopes."""
         log = open_event_log(self.home)
         methods = control_methods(health, approvals, codes)
+        scopes = dict(METHOD_SCOPES)
+        if agents is not None:
+            methods |= agent_methods(agents, log)
+            scopes |= AGENT_METHOD_SCOPES
         return ControlPlane(
             methods,
             ProofVerifier(load_or_create_host_key(self.home)),
             authenticate,
             device_methods=frozenset(methods) - LOCAL_ONLY,
-            method_scopes=METHOD_SCOPES,
+            method_scopes=scopes,
             device_scopes=device_scopes,
             journal_position=log.head,
+        )
+
+    def agent_host(
+        self, journal: Journal, approvals: PendingApprovals, publish: Publish
+    ) -> AgentHost | None:
+        """The daemon's agent sessions over the governed pipeline, when a model is chosen."""
+        home, config = self.home, self.config
+        if config.agent.model is None:
+            return None
+        tools, policy = first_party_tools(config, home), pipeline_policy(home, config)
+        return AgentHost(
+            journal=journal,
+            log=open_event_log(home),
+            dispatcher=dispatcher(journal, tools, policy, approvals),
+            home_root=home.root,
+            claims=SessionClaims(home),
+            settings=loop_settings(config),
+            providers=ProviderSet(config, home),
+            clock=SystemClock(),
+            publish=publish,
+            secrets=policy.secrets,
+            audience=config.daemon.audience,
         )

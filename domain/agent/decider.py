@@ -53,6 +53,9 @@ from domain.agent.tokens import estimate_tokens, request_fits
 from domain.values.conversation import ChatMessage, MessageRole, ToolCallRequest
 from domain.values.runs import RunEndReason
 
+SHUTDOWN_DETAIL = "the daemon stopped"
+"""The detail of a run ended because its hosting daemon stopped."""
+
 
 class Phase(StrEnum):
     """What the run is waiting for."""
@@ -408,6 +411,8 @@ class AgentLoop:
             out.extend(self._synthetic(NotRun.CANCELLED))
         if self.phase in (Phase.ASKING, Phase.CALLING):
             out.append(records.TurnClosed(turn=self.turn))
+        if fact.reason is RunEndReason.SHUTDOWN:
+            return self._end(out, RunEndReason.SHUTDOWN, SHUTDOWN_DETAIL)
         return self._end(out, RunEndReason.ABORT, "the user aborted the run")
 
     # -- helpers ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from domain.agent import records
-from domain.agent.decider import AgentLoop, LoopStateError, configured_settings
+from domain.agent.decider import SHUTDOWN_DETAIL, AgentLoop, LoopStateError, configured_settings
 from domain.agent.failover import Candidate, Failure, FailureKind
 from domain.agent.pairing import NotRun
 from domain.agent.replies import ModelReply, ToolSpec
@@ -37,6 +37,7 @@ from domain.values.conversation import ChatMessage, MessageRole
 from domain.values.receipts import OutcomeCategory
 from domain.values.runs import RunEndReason
 
+ABORT_ENDS = frozenset({RunEndReason.ABORT, RunEndReason.SHUTDOWN})
 RECOVERY_ENDS = frozenset({RunEndReason.CRASHED, RunEndReason.SUPERSEDED, RunEndReason.SHUTDOWN})
 """Ends written by recovery or the host rather than by the decider."""
 
@@ -127,11 +128,20 @@ class _Replay:
         index = self.at + offset
         return self.run[index].record if index < len(self.run) else None
 
+    def abort_reason(self) -> RunEndReason:
+        """How the decider ended an aborted run: `shutdown` when its host stopped it."""
+        last = self.run[-1].record if self.run else None
+        if isinstance(last, records.RunClosed) and last.detail == SHUTDOWN_DETAIL:
+            return RunEndReason.SHUTDOWN
+        return RunEndReason.ABORT
+
     def recovered_tail(self) -> RunEndReason | None:
         """The end recovery wrote, if everything left is what recovery writes."""
         rest = [j.record for j in self.run[self.at :]]
         if not rest or not isinstance(rest[-1], records.RunClosed):
             return None
+        if rest[-1].detail == SHUTDOWN_DETAIL:
+            return None  # the decider's own end: the hosting daemon stopped the run
         if rest[-1].reason not in RECOVERY_ENDS | {RunEndReason.ABORT}:
             return None
         allowed = (records.CallAnswered, records.Appended, records.TurnClosed, records.RunClosed)
@@ -210,7 +220,7 @@ def _next_fact(replay: _Replay, step: Step) -> Fact | None:  # noqa: PLR0911 - o
             return None
         if len(done) == len(step.positions):
             return CallsDone(done)
-        return Aborted(done)
+        return Aborted(done, replay.abort_reason())
     return None
 
 
@@ -227,8 +237,8 @@ def _gathered(replay: _Replay) -> Fact | None:
         return PromptGathered(
             prefix.prefix, begun.suffix, prefix.tools, frozenset(prefix.parallel_safe), begun.at
         )
-    if isinstance(begun, records.RunClosed) and begun.reason is RunEndReason.ABORT:
-        return Aborted()
+    if isinstance(begun, records.RunClosed) and begun.reason in ABORT_ENDS:
+        return Aborted((), replay.abort_reason())
     if isinstance(begun, records.RunClosed | records.Appended):
         # The turn limit ends a run before any prompt counts; queued messages come first.
         return PromptGathered(prefix.prefix, "", prefix.tools, frozenset(prefix.parallel_safe), 0.0)
@@ -279,8 +289,8 @@ def _is_abort(record: records.AgentRecord | None) -> bool:
         return record.not_run is NotRun.CANCELLED
     if isinstance(record, records.TurnClosed):
         return True
-    return isinstance(record, records.RunClosed) and record.reason is RunEndReason.ABORT
+    return isinstance(record, records.RunClosed) and record.reason in ABORT_ENDS
 
 
 def _aborted(replay: _Replay, done: tuple[Executed, ...]) -> Fact | None:
-    return Aborted(done) if _is_abort(replay.peek()) else None
+    return Aborted(done, replay.abort_reason()) if _is_abort(replay.peek()) else None

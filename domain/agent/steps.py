@@ -77,9 +77,11 @@ class CallsDone:
 
 @dataclass(frozen=True)
 class Aborted:
-    """The user aborted the run; the step in flight was cancelled (calls done so far kept)."""
+    """The run was aborted; the step in flight was cancelled (calls done so far kept)."""
 
     done: tuple[Executed, ...] = ()
+    reason: RunEndReason = RunEndReason.ABORT
+    """`abort` when the user asked, `shutdown` when the hosting daemon stopped."""
 
 
 Fact = UserSpoke | PromptGathered | Replied | Failed | CallsDone | Aborted

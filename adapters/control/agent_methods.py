@@ -1,0 +1,127 @@
+"""The gateway's agent methods: sessions, sending, steering, aborting and history; adapter layer.
+
+Each method takes the request's params and returns a JSON object (see docs/gateway.md). The
+daemon's `AgentHost` does the work; history is read from the journal, each event with its
+place in the session's stream, which has no gaps and is the cursor a client resumes from.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from adapters.control.frames import Scope
+from adapters.control.methods import BadControlRequestError
+from adapters.control.plane import ControlMethod
+from adapters.journal.events import decoded_stream
+from adapters.runtime.agent_host import AgentHost
+from domain.ids import SessionId
+from domain.ports import EventLog
+
+HISTORY_LIMIT = 500
+AGENT_METHOD_SCOPES = {
+    "sessions.create": Scope.WRITE,
+    "sessions.list": Scope.READ,
+    "chat.send": Scope.WRITE,
+    "chat.steer": Scope.WRITE,
+    "chat.abort": Scope.WRITE,
+    "chat.history": Scope.READ,
+}
+"""The scope each agent method needs."""
+M = TypeVar("M", bound=BaseModel)
+_INTERNAL_FIELDS = {"originator_id", "originator_version"}
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Session(_Params):
+    session: str
+
+    @field_validator("session")
+    @classmethod
+    def _an_id(cls, value: str) -> str:
+        SessionId(value)
+        return value
+
+    @property
+    def session_id(self) -> SessionId:
+        return SessionId(self.session)
+
+
+class _Send(_Session):
+    text: str = Field(min_length=1, max_length=200_000)
+    client_run_id: str | None = Field(default=None, min_length=1, max_length=200)
+
+
+class _Steer(_Session):
+    text: str = Field(min_length=1, max_length=200_000)
+
+
+class _History(_Session):
+    after: int = Field(default=0, ge=0)
+    limit: int = Field(default=100, ge=1, le=HISTORY_LIMIT)
+
+
+def _parse(model: type[M], params: dict[str, Any]) -> M:
+    try:
+        return model.model_validate(params)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "params"
+        message = str(first["msg"]).removeprefix("Value error, ")
+        msg = f"bad request: {where}: {message}"
+        raise BadControlRequestError(msg) from None
+
+
+def history(log: EventLog, session_id: SessionId, after: int, limit: int) -> dict[str, Any]:
+    """The session's events after stream position `after`, at most `limit`, with positions."""
+    events = [e for e in decoded_stream(log, session_id) if e.originator_version > after]
+    shown = events[:limit]
+    rows = [
+        {
+            "position": event.originator_version,
+            "event": event.short_name(),
+            "fields": event.model_dump(mode="json", exclude=_INTERNAL_FIELDS),
+        }
+        for event in shown
+    ]
+    last = shown[-1].originator_version if shown else after
+    return {"session": str(session_id), "events": rows, "next": last, "more": len(events) > limit}
+
+
+def agent_methods(host: AgentHost, log: EventLog) -> dict[str, ControlMethod]:
+    """The agent methods over `host`, history read through `log`."""
+
+    async def create(_params: dict[str, Any]) -> dict[str, Any]:
+        return {"session_id": str(host.create())}
+
+    async def listing(_params: dict[str, Any]) -> dict[str, Any]:
+        return {"sessions": host.sessions()}
+
+    async def send(params: dict[str, Any]) -> dict[str, Any]:
+        wanted = _parse(_Send, params)
+        return await host.send(wanted.session_id, wanted.text, wanted.client_run_id)
+
+    async def steer(params: dict[str, Any]) -> dict[str, Any]:
+        wanted = _parse(_Steer, params)
+        return {"queued": host.steer(wanted.session_id, wanted.text)}
+
+    async def abort(params: dict[str, Any]) -> dict[str, Any]:
+        wanted = _parse(_Session, params)
+        return {"aborted": host.abort(wanted.session_id)}
+
+    async def chat_history(params: dict[str, Any]) -> dict[str, Any]:
+        wanted = _parse(_History, params)
+        return history(log, wanted.session_id, wanted.after, wanted.limit)
+
+    return {
+        "sessions.create": create,
+        "sessions.list": listing,
+        "chat.send": send,
+        "chat.steer": steer,
+        "chat.abort": abort,
+        "chat.history": chat_history,
+    }

@@ -1,0 +1,278 @@
+"""Agent sessions hosted by the daemon: one run at a time per session, driven over the gateway.
+
+A gateway client creates a session and sends messages to it. A message to an idle session
+starts a run; one to a session whose run works is steering, taken at the run's next safe
+point (the documented rule). `client_run_id` makes a send idempotent: the same id names the
+run it started, in flight or done, across daemon restarts since the id is journaled with the
+run; the same id with another text is refused. The host holds each session's claim while it
+hosts it, so no other process writes it, and on stop lets runs finish within the grace
+period before ending the rest `shutdown`. Adapter layer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from adapters.fs.envelope import Envelope, bind_envelope, envelope_root
+from adapters.hosting.claims import Claim, SessionClaims
+from adapters.journal.events import decoded_stream
+from adapters.pipeline.context import RunScope
+from adapters.pipeline.dispatcher import Dispatcher
+from adapters.runtime.agent_driver import AgentDriver, AgentHooks
+from adapters.runtime.session_log import SessionLog
+from domain.agent import records
+from domain.agent.decider import LoopSettings
+from domain.agent.failover import Candidate
+from domain.errors import LedgerclawError
+from domain.ids import RunId, SessionId
+from domain.ports import Clock, EventLog, Journal, ModelProvider
+from domain.session.aggregate import Session
+from domain.session.events import MessageAppended
+from domain.session.opening import SessionOpening
+from domain.values.audience import Audience, SessionKind
+from domain.values.conversation import MessageRole
+from domain.values.runs import RunEndReason
+
+log = logging.getLogger(__name__)
+GATEWAY_PREFIX = "gateway:"
+"""The session-key prefix of sessions opened over the gateway."""
+
+Publish = Callable[[str, dict[str, Any]], Coroutine[Any, Any, None]]
+
+
+class ClientRunConflictError(LedgerclawError):
+    """A client run id was sent again with another text: it names another message's run."""
+
+    exit_code = 2
+
+
+class SessionNotHostedError(LedgerclawError):
+    """The session is not an agent session this daemon hosts (or may host)."""
+
+    exit_code = 6
+
+
+@dataclass
+class _Hosted:
+    session_id: SessionId
+    claim: Claim
+    driver: AgentDriver | None = None
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+
+@dataclass
+class AgentHost:
+    """The daemon's agent sessions, their runs, and what they tell gateway clients."""
+
+    journal: Journal
+    log: EventLog
+    dispatcher: Dispatcher
+    home_root: Path
+    claims: SessionClaims
+    settings: LoopSettings
+    providers: Callable[[Candidate], ModelProvider]
+    clock: Clock
+    publish: Publish
+    secrets: frozenset[str] = frozenset()
+    audience: Audience = Audience.PERSONAL
+    _hosted: dict[SessionId, _Hosted] = field(default_factory=dict)
+    _tasks: TaskGroup | None = None
+
+    async def serve(self, ready: Callable[[], None] = lambda: None) -> None:
+        """Hold the task group runs go in, until cancelled."""
+        async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
+            ready()
+            await anyio.sleep_forever()
+
+    # -- methods ---------------------------------------------------------------------------
+
+    def create(self) -> SessionId:
+        """Open a new agent session, claimed by this daemon."""
+        session_id = SessionId.new()
+        claim = self.claims.claim(session_id)
+        try:
+            Envelope(envelope_root(self.home_root, session_id).resolve()).create()
+            key = f"{GATEWAY_PREFIX}{session_id.hex[:8]}"
+            opening = SessionOpening(session_id, key, SessionKind.MAIN, self.audience)
+            self.journal.open_session(opening)
+        except BaseException:
+            claim.release()
+            raise
+        self._hosted[session_id] = _Hosted(session_id, claim)
+        return session_id
+
+    async def send(
+        self, session_id: SessionId, text: str, client_run_id: str | None
+    ) -> dict[str, Any]:
+        """Start a run on `text`, steer the one in progress, or name the run a retry belongs to."""
+        hosted = self._host(session_id)
+        if client_run_id is not None:
+            known = self._known_run(session_id, client_run_id, text)
+            if known is not None:
+                return known
+        if hosted.driver is not None and client_run_id is None and hosted.driver.steer(text):
+            return {"status": "steered", "run_id": str(hosted.driver.scope.run_id)}
+        if hosted.driver is not None:
+            await hosted.done.wait()
+        scope = self._start(session_id, client_run_id)
+        driver = self._driver(scope)
+        hosted.driver, hosted.done = driver, anyio.Event()
+        assert self._tasks is not None  # noqa: S101 - serve() runs for the daemon's life
+        self._tasks.start_soon(self._run, hosted, driver, text)
+        return {"status": "started", "run_id": str(scope.run_id)}
+
+    def abort(self, session_id: SessionId) -> bool:
+        """Abort the session's run in progress; False when none is."""
+        hosted = self._host(session_id)
+        return hosted.driver is not None and hosted.driver.abort()
+
+    def steer(self, session_id: SessionId, text: str) -> bool:
+        """Queue `text` for the session's run in progress; False when none is."""
+        hosted = self._host(session_id)
+        return hosted.driver is not None and hosted.driver.steer(text)
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """The agent sessions hosted now, and whether a run works in each."""
+        return [
+            {
+                "session_id": str(h.session_id),
+                "running": h.driver is not None,
+                "run_id": None if h.driver is None else str(h.driver.scope.run_id),
+            }
+            for h in self._hosted.values()
+        ]
+
+    async def stop(self, grace: float) -> int:
+        """Let runs finish within `grace` seconds, then end the rest `shutdown`; how many."""
+        with anyio.move_on_after(grace):
+            for hosted in list(self._hosted.values()):
+                if hosted.driver is not None:
+                    await hosted.done.wait()
+        ended = 0
+        for hosted in list(self._hosted.values()):
+            if hosted.driver is not None:
+                ended += 1
+                hosted.driver.abort(RunEndReason.SHUTDOWN)
+                with anyio.move_on_after(5):
+                    await hosted.done.wait()
+            hosted.claim.release()
+        self._hosted.clear()
+        return ended
+
+    # -- runs ------------------------------------------------------------------------------
+
+    async def _run(self, hosted: _Hosted, driver: AgentDriver, text: str) -> None:
+        try:
+            finished = await driver.run(text)
+            await self.publish(
+                "chat.run_ended",
+                {
+                    "session": str(hosted.session_id),
+                    "run_id": str(driver.scope.run_id),
+                    "reason": str(finished.reason),
+                    "detail": finished.detail,
+                },
+            )
+        except Exception:
+            log.exception("agent run %s failed", driver.scope.run_id)
+            self._end_if_live(driver.scope, RunEndReason.CRASHED)
+        finally:
+            hosted.driver = None
+            hosted.done.set()
+            with anyio.CancelScope(shield=True):
+                close = getattr(self.providers, "aclose", None)
+                if close is not None:
+                    await close()
+
+    def _driver(self, scope: RunScope) -> AgentDriver:
+        session = str(scope.session_id)
+        run_id = str(scope.run_id)
+
+        def on_text(piece: str) -> None:
+            self._fire("chat.delta", {"session": session, "run_id": run_id, "text": piece})
+
+        def on_records(entries: Sequence[records.AgentRecord]) -> None:
+            for entry in entries:
+                record = {"kind": type(entry).__name__, **entry.model_dump(mode="json")}
+                self._fire("chat.record", {"session": session, "run_id": run_id, "record": record})
+
+        return AgentDriver(
+            journal=self.journal,
+            dispatcher=self.dispatcher,
+            scope=scope,
+            settings=self.settings,
+            providers=self.providers,
+            clock=self.clock,
+            hooks=AgentHooks(on_text=on_text, on_records=on_records),
+            log=SessionLog(scope.envelope.log, self.secrets),
+        )
+
+    def _fire(self, event: str, payload: dict[str, Any]) -> None:
+        if self._tasks is not None:
+            self._tasks.start_soon(self.publish, event, payload)
+
+    def _start(self, session_id: SessionId, client_run_id: str | None) -> RunScope:
+        envelope = bind_envelope(self.journal, self.home_root, session_id)
+        run_id = RunId.new()
+
+        def start(session: Session) -> Session:
+            session.start_run(run_id, client_run_id)
+            session.claim_writer(run_id)
+            return session
+
+        session = self.journal.update_session(session_id, start)
+        return RunScope(session_id, run_id, session.kind, session.audience, envelope)
+
+    def _known_run(
+        self, session_id: SessionId, client_run_id: str, text: str
+    ) -> dict[str, Any] | None:
+        session = self.journal.session(session_id)
+        run_id = session.run_for_client(client_run_id)
+        if run_id is None:
+            return None
+        asked = self._first_message(session_id, run_id)
+        if asked is not None and asked != text:
+            msg = f"client run {client_run_id!r} was sent with another text; use a new id"
+            raise ClientRunConflictError(msg)
+        ended = session.runs[run_id].ended
+        if ended is None:
+            return {"status": "in_flight", "run_id": str(run_id)}
+        return {"status": "done", "run_id": str(run_id), "reason": str(ended)}
+
+    def _first_message(self, session_id: SessionId, run_id: RunId) -> str | None:
+        """The user's message that started `run_id` (the transcript does not say whose)."""
+        for event in decoded_stream(self.log, session_id):
+            if not isinstance(event, MessageAppended) or event.run_id != run_id:
+                continue
+            if event.message.role is MessageRole.USER:
+                return event.message.content
+        return None
+
+    def _end_if_live(self, scope: RunScope, reason: RunEndReason) -> None:
+        session = self.journal.session(scope.session_id)
+        run = session.runs.get(scope.run_id)
+        if run is not None and run.ended is None:
+            self.journal.update_session(scope.session_id, lambda s: s.end_run(scope.run_id, reason))
+
+    def _host(self, session_id: SessionId) -> _Hosted:
+        hosted = self._hosted.get(session_id)
+        if hosted is not None:
+            return hosted
+        try:
+            session = self.journal.session(session_id)
+        except LedgerclawError:
+            session = None
+        if session is None or not session.session_key.startswith(GATEWAY_PREFIX):
+            msg = f"{session_id} is not an agent session of this daemon"
+            raise SessionNotHostedError(msg) from None
+        claim = self.claims.claim(session_id)
+        hosted = self._hosted[session_id] = _Hosted(session_id, claim)
+        return hosted

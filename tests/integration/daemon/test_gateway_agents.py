@@ -1,0 +1,155 @@
+"""Agent sessions hosted by a real daemon, driven over the gateway with the scripted model."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.api.agent_verify import session_events
+from adapters.control.gateway_client import GatewayClient, GatewayError
+from adapters.home import resolve_home
+from adapters.security.host_key import load_host_key
+from domain.ids import SessionId
+from domain.session.events import RunEnded
+from tests.agent_rig import AgentRig
+from tests.daemon_harness import RunningDaemon, start_daemon, write_governed_config
+
+WAIT = 20.0
+
+
+def agent_home(tmp_path: Path, work: Path, steps: list[dict[str, Any]]) -> Path:
+    """A governed home whose agent plays `steps`."""
+    home = tmp_path / "home"
+    write_governed_config(home, work)
+    (home / "script.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
+    config = home / "config.toml"
+    config.write_text(
+        config.read_text()
+        + '\n[agent]\nmodel = "demo"\n\n[models.demo]\nprovider = "scripted"\nmodel = "demo"\n'
+        'script = "script.jsonl"\n'
+    )
+    return home
+
+
+@pytest.fixture
+def agent_daemon(tmp_path: Path, work: Path) -> Iterator[RunningDaemon]:
+    """A daemon whose agent plays a script: a read of notes.md, then an answer, twice."""
+    (work / "notes.md").write_text("the notes say hi")
+    steps: list[dict[str, Any]] = []
+    for answer in ("They say hi.", "Still hi."):
+        call = {"id": "c1", "name": "read_file", "arguments": {"path": str(work / "notes.md")}}
+        steps += [{"reply": {"text": "", "tool_calls": [call]}}, {"reply": {"text": answer}}]
+    daemon = start_daemon(agent_home(tmp_path, work, steps))
+    yield daemon
+    assert 0 == daemon.stop()
+
+
+def gateway(daemon: RunningDaemon) -> GatewayClient:
+    """A gateway connection with the home's host key."""
+    return GatewayClient.open(
+        daemon.port, key=load_host_key(resolve_home({"LEDGERCLAW_HOME": str(daemon.home)}))
+    )
+
+
+def ended(client: GatewayClient, session: str, runs: int = 1) -> list[dict[str, Any]]:
+    """The session's history once `runs` runs have ended."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        events: list[dict[str, Any]] = client.call(
+            "chat.history", {"session": session, "limit": 500}
+        )["events"]
+        if sum(e["event"] == "session.run_ended" for e in events) >= runs:
+            return events
+        time.sleep(0.05)
+    msg = f"no run of {session} ended within {WAIT} s"
+    raise AssertionError(msg)
+
+
+def test_a_message_sent_over_the_gateway_runs_the_agent_in_the_daemon(
+    agent_daemon: RunningDaemon,
+) -> None:
+    """sessions.create then chat.send: the run reads the file, answers, and ends natural."""
+    with gateway(agent_daemon) as client:
+        session = client.call("sessions.create")["session_id"]
+        sent = client.call("chat.send", {"session": session, "text": "what do my notes say?"})
+        events = ended(client, session)
+        pushed = list(client.events(timeout=0.5))
+
+    assert "started" == sent["status"]
+    names = [e["event"] for e in events]
+    assert "session.call_answered" in names
+    assert {"reason": "natural"}.items() <= events[-1]["fields"].items()
+    positions = [e["position"] for e in events]
+    assert list(range(1, len(events) + 1)) == positions
+    records = [e["payload"]["record"]["kind"] for e in pushed if e["event"] == "chat.record"]
+    assert "ModelAnswered" in records
+    assert any(e["event"] == "chat.run_ended" for e in pushed)
+    home = resolve_home({"LEDGERCLAW_HOME": str(agent_daemon.home)})
+    assert AgentRig(home).verified(session).identical
+
+
+def test_a_retried_send_names_its_run_and_another_text_is_refused(
+    agent_daemon: RunningDaemon,
+) -> None:
+    """The same client_run_id answers `done` with the same run; a new text is a conflict."""
+    with gateway(agent_daemon) as client:
+        session = client.call("sessions.create")["session_id"]
+        params = {"session": session, "text": "hello", "client_run_id": "r-1"}
+        first = client.call("chat.send", params)
+        ended(client, session)
+        again = client.call("chat.send", params)
+        with pytest.raises(GatewayError) as conflict:
+            client.call("chat.send", {**params, "text": "something else"})
+        history = client.call("chat.history", {"session": session, "after": 0, "limit": 500})
+
+    assert ("done", first["run_id"], "natural") == (
+        again["status"],
+        again["run_id"],
+        again["reason"],
+    )
+    assert "client_run_conflict" == conflict.value.code
+    assert 1 == sum(e["event"] == "session.run_started" for e in history["events"])
+
+
+def test_history_resumes_after_a_position_and_bad_params_are_typed(
+    agent_daemon: RunningDaemon,
+) -> None:
+    """`after` skips what a client already has; a malformed session id is a bad request."""
+    with gateway(agent_daemon) as client:
+        session = client.call("sessions.create")["session_id"]
+        client.call("chat.send", {"session": session, "text": "hi"})
+        whole = ended(client, session)
+        tail = client.call("chat.history", {"session": session, "after": 5, "limit": 500})
+        with pytest.raises(GatewayError) as bad:
+            client.call("chat.send", {"session": "nope", "text": "hi"})
+
+    assert whole[5:] == tail["events"]
+    assert "bad_control_request" == bad.value.code
+
+
+def test_a_graceful_stop_ends_a_working_run_shutdown(tmp_path: Path, work: Path) -> None:
+    """SIGTERM while the model is asked: the run ends `shutdown`, and it replays identically."""
+    daemon = start_daemon(agent_home(tmp_path, work, [{"delay": 30}, {"reply": {"text": "late"}}]))
+    with gateway(daemon) as client:
+        session = client.call("sessions.create")["session_id"]
+        client.call("chat.send", {"session": session, "text": "slow"})
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            events = client.call("chat.history", {"session": session, "limit": 500})["events"]
+            if any(e["event"] == "session.model_requested" for e in events):
+                break
+            time.sleep(0.05)
+
+    assert 0 == daemon.stop()
+    home = resolve_home({"LEDGERCLAW_HOME": str(daemon.home)})
+    check = AgentRig(home).verified(session)
+    [run] = check.runs
+    assert check.identical
+    assert "" == run.verdict.note
+    ends = [e for e in session_events(home, SessionId(session)) if isinstance(e, RunEnded)]
+    assert [("shutdown", "the daemon stopped")] == [(str(e.reason), e.detail) for e in ends]
