@@ -9,17 +9,23 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+import anyio
+import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from adapters.control.frames import Scope
 from adapters.control.methods import BadControlRequestError
-from adapters.control.plane import ControlMethod
+from adapters.control.plane import ControlMethod, current_peer
+from adapters.errors import UnknownSessionError
 from adapters.journal.events import decoded_stream
 from adapters.runtime.agent_host import AgentHost
+from domain.base import DomainEvent
 from domain.ids import SessionId
 from domain.ports import EventLog
 
 HISTORY_LIMIT = 500
+SUBSCRIPTION_POLL = 0.5
+"""Seconds a subscription waits for a write of this daemon before it looks anyway."""
 AGENT_METHOD_SCOPES = {
     "sessions.create": Scope.WRITE,
     "sessions.list": Scope.READ,
@@ -27,6 +33,7 @@ AGENT_METHOD_SCOPES = {
     "chat.steer": Scope.WRITE,
     "chat.abort": Scope.WRITE,
     "chat.history": Scope.READ,
+    "subscribe": Scope.READ,
 }
 """The scope each agent method needs."""
 M = TypeVar("M", bound=BaseModel)
@@ -60,6 +67,10 @@ class _Steer(_Session):
     text: str = Field(min_length=1, max_length=200_000)
 
 
+class _Subscribe(_Session):
+    after: int = Field(default=0, ge=0)
+
+
 class _History(_Session):
     after: int = Field(default=0, ge=0)
     limit: int = Field(default=100, ge=1, le=HISTORY_LIMIT)
@@ -76,18 +87,25 @@ def _parse(model: type[M], params: dict[str, Any]) -> M:
         raise BadControlRequestError(msg) from None
 
 
+def event_row(event: DomainEvent) -> dict[str, Any]:
+    """One journaled event as history and subscriptions give it: position, name, fields."""
+    return {
+        "position": event.originator_version,
+        "event": event.short_name(),
+        "fields": event.model_dump(mode="json", exclude=_INTERNAL_FIELDS),
+    }
+
+
+def events_after(log: EventLog, session_id: SessionId, after: int) -> list[DomainEvent]:
+    """The session's events after stream position `after`, in order."""
+    return [e for e in decoded_stream(log, session_id) if e.originator_version > after]
+
+
 def history(log: EventLog, session_id: SessionId, after: int, limit: int) -> dict[str, Any]:
     """The session's events after stream position `after`, at most `limit`, with positions."""
-    events = [e for e in decoded_stream(log, session_id) if e.originator_version > after]
+    events = events_after(log, session_id, after)
     shown = events[:limit]
-    rows = [
-        {
-            "position": event.originator_version,
-            "event": event.short_name(),
-            "fields": event.model_dump(mode="json", exclude=_INTERNAL_FIELDS),
-        }
-        for event in shown
-    ]
+    rows = [event_row(event) for event in shown]
     last = shown[-1].originator_version if shown else after
     return {"session": str(session_id), "events": rows, "next": last, "more": len(events) > limit}
 
@@ -124,4 +142,36 @@ def agent_methods(host: AgentHost, log: EventLog) -> dict[str, ControlMethod]:
         "chat.steer": steer,
         "chat.abort": abort,
         "chat.history": chat_history,
+        "subscribe": subscription(host, log),
     }
+
+
+def subscription(host: AgentHost, log: EventLog) -> ControlMethod:
+    """`subscribe {session, after}`: the session's events after `after`, then live, pushed."""
+
+    async def subscribe(params: dict[str, Any]) -> dict[str, Any]:
+        wanted = _parse(_Subscribe, params)
+        session_id, peer = wanted.session_id, current_peer()
+        heads = await anyio.to_thread.run_sync(log.stream_heads, [session_id.hex])
+        if session_id.hex not in heads:
+            msg = f"no session {session_id} is in the journal"
+            raise UnknownSessionError(msg)
+
+        async def pump() -> None:
+            cursor = wanted.after
+            while True:
+                changed = host.changed(session_id)
+                found = await anyio.to_thread.run_sync(events_after, log, session_id, cursor)
+                for event in found:
+                    await peer.push(
+                        "session.event", {"session": str(session_id), **event_row(event)}
+                    )
+                    cursor = event.originator_version
+                # Woken by this daemon's own writes, and every poll for anyone else's.
+                with anyio.move_on_after(SUBSCRIPTION_POLL):
+                    await changed.wait()
+
+        peer.start_soon(pump)
+        return {"session": str(session_id), "after": wanted.after, "head": heads[session_id.hex]}
+
+    return subscribe

@@ -11,17 +11,19 @@ are described by the models of `adapters/control/frames.py`.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 import anyio
 import anyio.to_thread
 import orjson
+from anyio.abc import TaskGroup
 from pydantic import ValidationError
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -85,6 +87,35 @@ class _RefusedError(Exception):
         self.retryable = retryable
 
 
+class Peer:
+    """What a method may keep of the connection that called it: pushing events to it later.
+
+    A subscription outlives its request; its task runs in the connection's task group and
+    ends with the connection.
+    """
+
+    def __init__(self, connection: _Connection, position: Callable[[], int]) -> None:
+        self._connection = connection
+        self._position = position
+
+    async def push(self, event: str, payload: dict[str, Any]) -> None:
+        """Send an event to this connection alone, at the journal's position now."""
+        await self._connection.push(event, payload, self._position())
+
+    def start_soon(self, task: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run `task` for as long as the connection lasts."""
+        if self._connection.tasks is not None:
+            self._connection.tasks.start_soon(task)
+
+
+_current_peer: contextvars.ContextVar[Peer] = contextvars.ContextVar("ledgerclaw_gateway_peer")
+
+
+def current_peer() -> Peer:
+    """The connection whose request is being answered (for methods that push later)."""
+    return _current_peer.get()
+
+
 @dataclass(eq=False)
 class _Connection:
     websocket: WebSocket
@@ -93,6 +124,8 @@ class _Connection:
     """What `connect` allowed; None until it succeeds."""
     scopes: frozenset[Scope] = frozenset()
     in_flight: dict[str, anyio.CancelScope] = field(default_factory=dict)
+    tasks: TaskGroup | None = None
+    """The connection's own tasks (ticks, subscriptions); they end with it."""
     """The requests being answered, by id: what a `cancel` frame reaches."""
     seq: int = 0
     lock: anyio.Lock = field(default_factory=anyio.Lock)
@@ -185,6 +218,7 @@ class ControlPlane:
         try:
             await connection.send({**frame, "seq": 0, "stateVersion": self.journal_position()})
             async with anyio.create_task_group() as tasks:
+                connection.tasks = tasks
                 tasks.start_soon(self._tick, connection)
                 await self._converse(connection)
                 tasks.cancel_scope.cancel()
@@ -256,6 +290,7 @@ class ControlPlane:
     ) -> None:
         """Run one request and send its response, whatever ends it."""
         scope = connection.in_flight.get(request_id) or anyio.CancelScope()
+        _current_peer.set(Peer(connection, self.journal_position))
         try:
             with scope:
                 payload = await self._dispatch(connection, method, params)

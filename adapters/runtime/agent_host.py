@@ -83,6 +83,7 @@ class AgentHost:
     secrets: frozenset[str] = frozenset()
     audience: Audience = Audience.PERSONAL
     _hosted: dict[SessionId, _Hosted] = field(default_factory=dict)
+    _changed: dict[SessionId, anyio.Event] = field(default_factory=dict)
     _tasks: TaskGroup | None = None
 
     async def serve(self, ready: Callable[[], None] = lambda: None) -> None:
@@ -167,6 +168,18 @@ class AgentHost:
         self._hosted.clear()
         return ended
 
+    def changed(self, session_id: SessionId) -> anyio.Event:
+        """An event set the next time this host journals something of the session."""
+        found = self._changed.get(session_id)
+        if found is None or found.is_set():
+            found = self._changed[session_id] = anyio.Event()
+        return found
+
+    def _notify(self, session_id: SessionId) -> None:
+        found = self._changed.pop(session_id, None)
+        if found is not None:
+            found.set()
+
     # -- runs ------------------------------------------------------------------------------
 
     async def _run(self, hosted: _Hosted, driver: AgentDriver, text: str) -> None:
@@ -200,6 +213,7 @@ class AgentHost:
             self._fire("chat.delta", {"session": session, "run_id": run_id, "text": piece})
 
         def on_records(entries: Sequence[records.AgentRecord]) -> None:
+            self._notify(scope.session_id)
             for entry in entries:
                 record = {"kind": type(entry).__name__, **entry.model_dump(mode="json")}
                 self._fire("chat.record", {"session": session, "run_id": run_id, "record": record})

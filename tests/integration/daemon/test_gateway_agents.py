@@ -153,3 +153,43 @@ def test_a_graceful_stop_ends_a_working_run_shutdown(tmp_path: Path, work: Path)
     assert "" == run.verdict.note
     ends = [e for e in session_events(home, SessionId(session)) if isinstance(e, RunEnded)]
     assert [("shutdown", "the daemon stopped")] == [(str(e.reason), e.detail) for e in ends]
+
+
+def session_events_pushed(
+    client: GatewayClient, until: str, timeout: float = WAIT
+) -> list[dict[str, Any]]:
+    """The `session.event` payloads pushed, until one named `until` arrives."""
+    found: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for event in client.events(timeout=0.2):
+            if event["event"] == "session.event":
+                found.append(event["payload"])
+                if event["payload"]["event"] == until:
+                    return found
+    msg = f"no {until} was pushed within {timeout} s; got {[f['event'] for f in found]}"
+    raise AssertionError(msg)
+
+
+def test_a_subscription_replays_then_streams_and_resumes_without_gaps(
+    agent_daemon: RunningDaemon,
+) -> None:
+    """Two runs seen through two connections: positions run 1, 2, 3, … with none twice."""
+    with gateway(agent_daemon) as first:
+        session = first.call("sessions.create")["session_id"]
+        first.call("chat.send", {"session": session, "text": "one"})
+        ended(first, session)
+        first.call("subscribe", {"session": session, "after": 0})
+        seen = session_events_pushed(first, "session.run_ended")
+        resume_after = seen[-1]["position"]
+    with gateway(agent_daemon) as second:
+        second.call("subscribe", {"session": session, "after": resume_after})
+        second.call("chat.send", {"session": session, "text": "two"})
+        seen += session_events_pushed(second, "session.run_ended")
+        with pytest.raises(GatewayError) as unknown:
+            second.call("subscribe", {"session": f"ses_{'0' * 32}"})
+
+    positions = [e["position"] for e in seen]
+    assert list(range(1, len(seen) + 1)) == positions
+    assert 2 == sum(e["event"] == "session.run_ended" for e in seen)
+    assert "unknown_session" == unknown.value.code
