@@ -34,6 +34,9 @@ AGENT_METHOD_SCOPES = {
     "chat.abort": Scope.WRITE,
     "chat.history": Scope.READ,
     "subscribe": Scope.READ,
+    "sessions.get": Scope.READ,
+    "sessions.close": Scope.WRITE,
+    "tools.list": Scope.READ,
 }
 """The scope each agent method needs."""
 M = TypeVar("M", bound=BaseModel)
@@ -143,6 +146,7 @@ def agent_methods(host: AgentHost, log: EventLog) -> dict[str, ControlMethod]:
         "chat.abort": abort,
         "chat.history": chat_history,
         "subscribe": subscription(host, log),
+        **session_methods(host),
     }
 
 
@@ -175,3 +179,19 @@ def subscription(host: AgentHost, log: EventLog) -> ControlMethod:
         return {"session": str(session_id), "after": wanted.after, "head": heads[session_id.hex]}
 
     return subscribe
+
+
+def session_methods(host: AgentHost) -> dict[str, ControlMethod]:
+    """`sessions.get`, `sessions.close` and `tools.list` over `host`."""
+
+    async def get(params: dict[str, Any]) -> dict[str, Any]:
+        return host.describe(_parse(_Session, params).session_id)
+
+    async def close(params: dict[str, Any]) -> dict[str, Any]:
+        return await host.close(_parse(_Session, params).session_id)
+
+    async def tools(params: dict[str, Any]) -> dict[str, Any]:
+        wanted = _parse(_Session, params)
+        return {"session": wanted.session, "tools": host.tools(wanted.session_id)}
+
+    return {"sessions.get": get, "sessions.close": close, "tools.list": tools}

@@ -26,6 +26,7 @@ from adapters.journal.events import decoded_stream
 from adapters.pipeline.context import RunScope
 from adapters.pipeline.dispatcher import Dispatcher
 from adapters.runtime.agent_driver import AgentDriver, AgentHooks
+from adapters.runtime.agent_prompt import PromptReader
 from adapters.runtime.session_log import SessionLog
 from domain.agent import records
 from domain.agent.decider import LoopSettings
@@ -38,7 +39,7 @@ from domain.session.events import MessageAppended
 from domain.session.opening import SessionOpening
 from domain.values.audience import Audience, SessionKind
 from domain.values.conversation import MessageRole
-from domain.values.runs import RunEndReason
+from domain.values.runs import RunEndReason, SessionCloseReason
 
 log = logging.getLogger(__name__)
 GATEWAY_PREFIX = "gateway:"
@@ -139,6 +140,44 @@ class AgentHost:
         """Queue `text` for the session's run in progress; False when none is."""
         hosted = self._host(session_id)
         return hosted.driver is not None and hosted.driver.steer(text)
+
+    def describe(self, session_id: SessionId) -> dict[str, Any]:
+        """One hosted session: its runs, transcript size, whether one works, how it closed."""
+        hosted = self._host(session_id)
+        session = self.journal.session(session_id)
+        ended = [run.ended for run in session.runs.values() if run.ended is not None]
+        return {
+            "session_id": str(session_id),
+            "running": hosted.driver is not None,
+            "run_id": None if hosted.driver is None else str(hosted.driver.scope.run_id),
+            "runs": len(session.runs),
+            "messages": session.message_count,
+            "last_run_end": str(ended[-1]) if ended else None,
+            "closed": None if session.closed is None else str(session.closed),
+        }
+
+    async def close(self, session_id: SessionId) -> dict[str, Any]:
+        """Close the session for good: a run still working is aborted first."""
+        hosted = self._host(session_id)
+        if hosted.driver is not None:
+            hosted.driver.abort()
+            await hosted.done.wait()
+        self.journal.update_session(session_id, lambda s: s.close(SessionCloseReason.CLIENT_CLOSED))
+        hosted.claim.release()
+        self._hosted.pop(session_id, None)
+        return {"session_id": str(session_id), "closed": str(SessionCloseReason.CLIENT_CLOSED)}
+
+    def tools(self, session_id: SessionId) -> list[dict[str, Any]]:
+        """The tools the session's model is offered now: its policy-visible and loaded ones."""
+        self._host(session_id)
+        session = self.journal.session(session_id)
+        specs, parallel = PromptReader(self.dispatcher).offered(
+            session.audience, session.loaded_tools
+        )
+        return [
+            {"name": t.name, "description": t.description, "parallel_safe": t.name in parallel}
+            for t in specs
+        ]
 
     def sessions(self) -> list[dict[str, Any]]:
         """The agent sessions hosted now, and whether a run works in each."""

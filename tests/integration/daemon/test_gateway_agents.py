@@ -193,3 +193,28 @@ def test_a_subscription_replays_then_streams_and_resumes_without_gaps(
     assert list(range(1, len(seen) + 1)) == positions
     assert 2 == sum(e["event"] == "session.run_ended" for e in seen)
     assert "unknown_session" == unknown.value.code
+
+
+def test_a_session_is_described_its_tools_listed_and_it_closes_for_good(
+    agent_daemon: RunningDaemon,
+) -> None:
+    """sessions.get counts its runs; tools.list is what its model is offered; close is final."""
+    with gateway(agent_daemon) as client:
+        session = client.call("sessions.create")["session_id"]
+        client.call("chat.send", {"session": session, "text": "hi"})
+        ended(client, session)
+        described = client.call("sessions.get", {"session": session})
+        tools = {t["name"]: t for t in client.call("tools.list", {"session": session})["tools"]}
+        closed = client.call("sessions.close", {"session": session})
+        with pytest.raises(GatewayError) as refused:
+            client.call("chat.send", {"session": session, "text": "again"})
+
+    assert (1, "natural", False) == (
+        described["runs"],
+        described["last_run_end"],
+        described["running"],
+    )
+    assert tools["read_file"]["parallel_safe"]
+    assert not tools["write_file"]["parallel_safe"]
+    assert "client_closed" == closed["closed"]
+    assert "session_closed" == refused.value.code
