@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -218,3 +219,37 @@ def test_a_session_is_described_its_tools_listed_and_it_closes_for_good(
     assert not tools["write_file"]["parallel_safe"]
     assert "client_closed" == closed["closed"]
     assert "session_closed" == refused.value.code
+
+
+def test_a_killed_daemon_ends_the_run_crashed_and_a_retried_send_starts_no_second_run(
+    tmp_path: Path, work: Path
+) -> None:
+    """Kill -9 mid-run, restart: the run ended `crashed`; the same client_run_id names it."""
+    home = agent_home(tmp_path, work, [{"delay": 30}, {"reply": {"text": "late"}}])
+    daemon = start_daemon(home)
+    params: dict[str, Any] = {"text": "slow", "client_run_id": "r-kill"}
+    with gateway(daemon) as client:
+        params["session"] = client.call("sessions.create")["session_id"]
+        first = client.call("chat.send", params)
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            events = client.call("chat.history", {"session": params["session"]})["events"]
+            if any(e["event"] == "session.model_requested" for e in events):
+                break
+            time.sleep(0.05)
+    daemon.stop(signal.SIGKILL)
+
+    again = start_daemon(home, port=daemon.port)
+    try:
+        with gateway(again) as client:
+            retried = client.call("chat.send", params)
+            history = client.call("chat.history", {"session": params["session"], "limit": 500})
+    finally:
+        assert 0 == again.stop()
+
+    assert ("done", first["run_id"], "crashed") == (
+        retried["status"],
+        retried["run_id"],
+        retried["reason"],
+    )
+    assert 1 == sum(e["event"] == "session.run_started" for e in history["events"])
