@@ -140,10 +140,11 @@ class EventLog(Protocol):
         stream_id: str,
         *,
         topic: str | None = None,
+        after: int = 0,
         upto: int | None = None,
         limit: int | None = None,
     ) -> list[LoggedEvent]:
-        """The stream's events in order: of `topic` only, up to version `upto`, `limit` first."""
+        """The stream's events in order: of `topic`, after `after`, up to `upto`, `limit` first."""
         ...
 
     def stream_heads(self, stream_ids: Sequence[str]) -> dict[str, int]:

@@ -25,7 +25,7 @@ from adapters.pipeline.context import RunScope
 from adapters.pipeline.dispatcher import Dispatcher
 from adapters.runtime.agent_driver import AgentDriver, AgentHooks
 from adapters.runtime.recovery import settle
-from adapters.runtime.runs import begin_run, end_run
+from adapters.runtime.runs import begin_run, end_run_if_live
 from adapters.runtime.session_log import SessionLog
 from adapters.wiring.home import home_config, open_journal, open_reader
 from adapters.wiring.providers import ProviderSet
@@ -148,7 +148,8 @@ class AgentSession:
         try:
             finished = await self.current.run(prompt)
         except BaseException:
-            _end_if_live(self.journal, scope)  # synchronous: no cancellation reaches it
+            # Synchronous: no cancellation reaches it.
+            end_run_if_live(self.journal, scope, RunEndReason.CRASHED)
             raise
         finally:
             self.current = None
@@ -254,10 +255,3 @@ def _recover(journal: Journal, session_id: SessionId) -> None:
     session = journal.session(session_id)
     if any(run.ended is None for run in session.runs.values()):
         journal.update_session(session_id, settle)
-
-
-def _end_if_live(journal: Journal, scope: RunScope) -> None:
-    session = journal.session(scope.session_id)
-    run = session.runs.get(scope.run_id)
-    if run is not None and run.ended is None:
-        end_run(journal, scope, RunEndReason.CRASHED)

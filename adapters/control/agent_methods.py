@@ -7,6 +7,7 @@ place in the session's stream, which has no gaps and is the cursor a client resu
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, TypeVar
 
 import anyio
@@ -99,14 +100,9 @@ def event_row(event: DomainEvent) -> dict[str, Any]:
     }
 
 
-def events_after(log: EventLog, session_id: SessionId, after: int) -> list[DomainEvent]:
-    """The session's events after stream position `after`, in order."""
-    return [e for e in decoded_stream(log, session_id) if e.originator_version > after]
-
-
 def history(log: EventLog, session_id: SessionId, after: int, limit: int) -> dict[str, Any]:
     """The session's events after stream position `after`, at most `limit`, with positions."""
-    events = events_after(log, session_id, after)
+    events = decoded_stream(log, session_id, after=after, limit=limit + 1)
     shown = events[:limit]
     rows = [event_row(event) for event in shown]
     last = shown[-1].originator_version if shown else after
@@ -165,7 +161,9 @@ def subscription(host: AgentHost, log: EventLog) -> ControlMethod:
             cursor = wanted.after
             while True:
                 changed = host.changed(session_id)
-                found = await anyio.to_thread.run_sync(events_after, log, session_id, cursor)
+                found = await anyio.to_thread.run_sync(
+                    partial(decoded_stream, log, session_id, after=cursor)
+                )
                 for event in found:
                     await peer.push(
                         "session.event", {"session": str(session_id), **event_row(event)}

@@ -81,15 +81,19 @@ class SqliteEventLog:
         stream_id: str,
         *,
         topic: str | None = None,
+        after: int = 0,
         upto: int | None = None,
         limit: int | None = None,
     ) -> list[LoggedEvent]:
-        """The stream's events in order: of `topic` only, up to version `upto`, `limit` first."""
+        """The stream's events in order: of `topic`, after `after`, up to `upto`, `limit` first."""
         conditions: list[str] = ["originator_id = ?"]
         params: list[object] = [stream_id]
         if topic is not None:
             conditions.append("topic = ?")
             params.append(topic)
+        if after:
+            conditions.append("originator_version > ?")
+            params.append(after)
         if upto is not None:
             conditions.append("originator_version <= ?")
             params.append(upto)

@@ -10,8 +10,10 @@ from domain.ids import SessionId
 from domain.ports import EventLog
 
 
-def decoded_stream(log: EventLog, session_id: SessionId) -> list[DomainEvent]:
-    """Every event of the session's stream, decoded; an unknown or bad row is refused."""
+def decoded_stream(
+    log: EventLog, session_id: SessionId, *, after: int = 0, limit: int | None = None
+) -> list[DomainEvent]:
+    """The session's events after version `after` (the first `limit`), decoded in order."""
     mapper = CatalogMapper(transcoder=OrjsonTranscoder())
     return [
         mapper.to_domain_event(
@@ -22,5 +24,5 @@ def decoded_stream(log: EventLog, session_id: SessionId) -> list[DomainEvent]:
                 state=logged.state,
             )
         )
-        for logged in log.stream(session_id.hex)
+        for logged in log.stream(session_id.hex, after=after, limit=limit)
     ]

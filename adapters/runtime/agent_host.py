@@ -20,13 +20,14 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from adapters.fs.envelope import Envelope, bind_envelope, envelope_root
+from adapters.fs.envelope import Envelope, envelope_root
 from adapters.hosting.claims import Claim, SessionClaims
 from adapters.journal.events import decoded_stream
 from adapters.pipeline.context import RunScope
 from adapters.pipeline.dispatcher import Dispatcher
 from adapters.runtime.agent_driver import AgentDriver, AgentHooks
 from adapters.runtime.agent_prompt import PromptReader
+from adapters.runtime.runs import end_run_if_live, start_run
 from adapters.runtime.session_log import SessionLog
 from domain.agent import records
 from domain.agent.decider import LoopSettings
@@ -34,7 +35,6 @@ from domain.agent.failover import Candidate
 from domain.errors import LedgerclawError
 from domain.ids import RunId, SessionId
 from domain.ports import Clock, EventLog, Journal, ModelProvider
-from domain.session.aggregate import Session
 from domain.session.events import MessageAppended
 from domain.session.opening import SessionOpening
 from domain.values.audience import Audience, SessionKind
@@ -124,7 +124,7 @@ class AgentHost:
             return {"status": "steered", "run_id": str(hosted.driver.scope.run_id)}
         if hosted.driver is not None:
             await hosted.done.wait()
-        scope = self._start(session_id, client_run_id)
+        scope = start_run(self.journal, self.home_root, session_id, client_run_id)
         driver = self._driver(scope)
         hosted.driver, hosted.done = driver, anyio.Event()
         assert self._tasks is not None  # noqa: S101 - serve() runs for the daemon's life
@@ -235,7 +235,7 @@ class AgentHost:
             )
         except Exception:
             log.exception("agent run %s failed", driver.scope.run_id)
-            self._end_if_live(driver.scope, RunEndReason.CRASHED)
+            end_run_if_live(self.journal, driver.scope, RunEndReason.CRASHED)
         finally:
             hosted.driver = None
             hosted.done.set()
@@ -272,18 +272,6 @@ class AgentHost:
         if self._tasks is not None:
             self._tasks.start_soon(self.publish, event, payload)
 
-    def _start(self, session_id: SessionId, client_run_id: str | None) -> RunScope:
-        envelope = bind_envelope(self.journal, self.home_root, session_id)
-        run_id = RunId.new()
-
-        def start(session: Session) -> Session:
-            session.start_run(run_id, client_run_id)
-            session.claim_writer(run_id)
-            return session
-
-        session = self.journal.update_session(session_id, start)
-        return RunScope(session_id, run_id, session.kind, session.audience, envelope)
-
     def _known_run(
         self, session_id: SessionId, client_run_id: str, text: str
     ) -> dict[str, Any] | None:
@@ -308,12 +296,6 @@ class AgentHost:
             if event.message.role is MessageRole.USER:
                 return event.message.content
         return None
-
-    def _end_if_live(self, scope: RunScope, reason: RunEndReason) -> None:
-        session = self.journal.session(scope.session_id)
-        run = session.runs.get(scope.run_id)
-        if run is not None and run.ended is None:
-            self.journal.update_session(scope.session_id, lambda s: s.end_run(scope.run_id, reason))
 
     def _host(self, session_id: SessionId) -> _Hosted:
         hosted = self._hosted.get(session_id)

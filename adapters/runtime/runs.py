@@ -32,7 +32,7 @@ def begin_run(
         return open_run(
             journal, home_root, SessionOpening(session_id, key, SessionKind.MAIN, audience)
         )
-    return _start_run(journal, home_root, session_id)
+    return start_run(journal, home_root, session_id)
 
 
 def open_run(journal: Journal, home_root: Path, opening: SessionOpening) -> RunScope:
@@ -43,15 +43,18 @@ def open_run(journal: Journal, home_root: Path, opening: SessionOpening) -> RunS
     """
     Envelope(envelope_root(home_root, opening.session_id).resolve()).create()
     journal.open_session(opening)
-    return _start_run(journal, home_root, opening.session_id)
+    return start_run(journal, home_root, opening.session_id)
 
 
-def _start_run(journal: Journal, home_root: Path, session_id: SessionId) -> RunScope:
+def start_run(
+    journal: Journal, home_root: Path, session_id: SessionId, client_run_id: str | None = None
+) -> RunScope:
+    """Start and claim a new run of an existing session; `client_run_id` names it for retries."""
     envelope = bind_envelope(journal, home_root, session_id)
     run_id = RunId.new()
 
     def start(session: Session) -> Session:
-        session.start_run(run_id)
+        session.start_run(run_id, client_run_id)
         session.claim_writer(run_id)
         return session
 
@@ -70,3 +73,10 @@ def _start_run(journal: Journal, home_root: Path, session_id: SessionId) -> RunS
 def end_run(journal: Journal, run: RunScope, reason: RunEndReason = RunEndReason.NATURAL) -> None:
     """End the run; attempts it left open end too (allowed ones as unknown)."""
     journal.update_session(run.session_id, lambda s: s.end_run(run.run_id, reason))
+
+
+def end_run_if_live(journal: Journal, run: RunScope, reason: RunEndReason) -> None:
+    """End the run for `reason` unless it already ended (a driver that failed midway)."""
+    found = journal.session(run.session_id).runs.get(run.run_id)
+    if found is not None and found.ended is None:
+        end_run(journal, run, reason)

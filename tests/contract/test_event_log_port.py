@@ -95,7 +95,7 @@ def test_logged_events_carry_their_topic_and_stored_state(logged):
 
 
 def test_a_stream_reads_one_streams_events_in_order_with_its_filters(logged):
-    """A stream's events come by version; topic, upto and limit narrow them."""
+    """A stream's events come by version; topic, after, upto and limit narrow them."""
     session_id = open_and_talk(logged, 3)
     open_and_talk(logged, 2)
     log = logged.log
@@ -106,6 +106,8 @@ def test_a_stream_reads_one_streams_events_in_order_with_its_filters(logged):
         e.version for e in log.stream(session_id.hex, topic=MessageAppended.TOPIC, upto=5)
     ]
     assert [1, 2] == [e.version for e in log.stream(session_id.hex, limit=2)]
+    assert [5, 6] == [e.version for e in log.stream(session_id.hex, after=4)]
+    assert [5] == [e.version for e in log.stream(session_id.hex, after=4, limit=1)]
 
 
 def test_stream_heads_give_each_streams_length_and_leave_out_unknown_ones(logged):

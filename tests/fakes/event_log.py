@@ -54,16 +54,18 @@ class InMemoryEventLog:
         stream_id: str,
         *,
         topic: str | None = None,
+        after: int = 0,
         upto: int | None = None,
         limit: int | None = None,
     ) -> list[LoggedEvent]:
-        """The stream's events in order: of `topic` only, up to version `upto`, `limit` first."""
+        """The stream's events in order: of `topic`, after `after`, up to `upto`, `limit` first."""
         chosen = sorted(
             (
                 e
                 for e in self._all()
                 if e.stream_id == stream_id
                 and (topic is None or e.topic == topic)
+                and e.version > after
                 and (upto is None or e.version <= upto)
             ),
             key=lambda e: e.version,

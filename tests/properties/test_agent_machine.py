@@ -15,12 +15,13 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from adapters.api.agent_verify import agent_runs
 from domain.agent import records
 from domain.agent.decider import AgentLoop, LoopSettings
 from domain.agent.failover import Failure, FailureKind, ModelChoice
 from domain.agent.finish import normalise_finish
 from domain.agent.loop_guard import LoopLimits
-from domain.agent.replay import Journaled, PrefixState, replay_run
+from domain.agent.replay import replay_run
 from domain.agent.replies import ModelReply, ToolSpec
 from domain.agent.steps import (
     Aborted,
@@ -31,6 +32,7 @@ from domain.agent.steps import (
     Failed,
     Finished,
     GatherPrompt,
+    KeepWaiting,
     PromptGathered,
     Replied,
     RunCalls,
@@ -38,7 +40,6 @@ from domain.agent.steps import (
     UserSpoke,
 )
 from domain.ids import CallId, RunId, SessionId
-from domain.session.agent_events import agent_record
 from domain.session.aggregate import Session
 from domain.session.events import MessageAppended
 from domain.session.opening import SessionOpening
@@ -97,7 +98,7 @@ class AgentMachine(RuleBasedStateMachine):
         if decision.records:
             self.session.record_agent(self.run_id, decision.records)
             self.events.extend(STORY.drain(self.session))
-        if decision.step is not None and not _waiting(decision.step):
+        if not isinstance(decision.step, KeepWaiting):
             self.step = decision.step
         if isinstance(self.step, Finished):
             self.run_id, self.loop, self.step = None, None, None
@@ -233,34 +234,13 @@ class AgentMachine(RuleBasedStateMachine):
     @invariant()
     def every_stopped_run_has_a_reason_and_replays_identically(self) -> None:
         """Ended runs name why; each replays from its records to the same records."""
-        transcript: list[ChatMessage] = []
-        prefix = PrefixState()
-        runs: dict[RunId, list[Journaled]] = {}
-        before: dict[RunId, tuple[list[ChatMessage], PrefixState]] = {}
-        for event in self.events:
-            run_id = getattr(event, "run_id", None)
-            record = agent_record(event)
-            if isinstance(record, records.RunConfigured):
-                runs[event.run_id], before[event.run_id] = [], (list(transcript), prefix)
-            if run_id in runs and record is not None:
-                runs[run_id].append(Journaled(event.originator_version, record))
-            if isinstance(event, MessageAppended):
-                transcript.append(event.message)
-            if isinstance(record, records.PrefixSet):
-                prefix = PrefixState(
-                    record.prefix, record.tools, record.parallel_safe, record.digest
-                )
-        for run_id, journaled in runs.items():
+        for run_id, journaled, transcript, prefix in agent_runs(self.events):
             ended = self.session.runs[run_id].ended
             assert (ended is None) == (run_id == self.run_id)
-            verdict = replay_run(journaled, *before[run_id])
+            verdict = replay_run(journaled, transcript, prefix)
             assert verdict.identical, verdict.divergence
             if ended is not None and ended is not RunEndReason.CRASHED:
                 assert isinstance(journaled[-1].record, records.RunClosed)
-
-
-def _waiting(step: Step) -> bool:
-    return type(step).__name__ == "KeepWaiting"
 
 
 def _answers_after(transcript: list[ChatMessage], index: int) -> list[str]:
