@@ -13,12 +13,12 @@ reply gets one result, and every run ends with a reason.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from domain.agent import records
+from domain.agent.encoding import canonical_json, message_json, request_json, tools_json
 from domain.agent.failover import (
     Candidate,
     Failover,
@@ -81,52 +81,6 @@ class LoopSettings:
 
 class LoopStateError(Exception):
     """A fact arrived that the run cannot take in its phase: a driver bug, never user input."""
-
-
-def canonical_json(value: object) -> str:
-    """The JSON text digests are taken of: sorted keys, no spaces, characters kept as they are."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def tools_json(tools: Sequence[ToolSpec]) -> str:
-    """The canonical JSON of a tool set."""
-    return canonical_json([tool.model_dump(mode="json") for tool in tools])
-
-
-def tools_digest(tools: Sequence[ToolSpec]) -> str:
-    """The digest of the tool set a request offers."""
-    return digest(tools_json(tools))
-
-
-def request_digest(request: ModelRequest) -> str:
-    """The digest of a whole request: prompt, transcript, tools and output limit."""
-    return digest(request_json(request))
-
-
-def message_json(message: ChatMessage) -> str:
-    """One message's canonical JSON."""
-    return canonical_json(message.model_dump(mode="json"))
-
-
-def request_json(
-    request: ModelRequest,
-    message_texts: Sequence[str] | None = None,
-    tools_text: str | None = None,
-) -> str:
-    """The request's canonical JSON, the same text `canonical_json` gives of its dump.
-
-    Built from its parts in sorted key order, so the messages' and tools' texts, given, are
-    reused rather than encoded again.
-    """
-    texts = message_texts if message_texts is not None else map(message_json, request.messages)
-    tools = tools_text if tools_text is not None else tools_json(request.tools)
-    return (
-        f'{{"max_output_tokens":{request.max_output_tokens},'
-        f'"messages":[{",".join(texts)}],'
-        f'"prefix":{canonical_json(request.prefix)},'
-        f'"suffix":{canonical_json(request.suffix)},'
-        f'"tools":{tools}}}'
-    )
 
 
 def configured_record(settings: LoopSettings) -> records.RunConfigured:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.agent.decider import canonical_json, message_json, request_json
+from domain.agent.encoding import canonical_json, message_json, request_json
 from domain.agent.replies import ModelRequest, ToolSpec
 from tests import strategies
 
