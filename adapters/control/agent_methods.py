@@ -40,6 +40,13 @@ AGENT_METHOD_SCOPES = {
     "tools.list": Scope.READ,
 }
 """The scope each agent method needs."""
+AGENT_EVENTS = {
+    "chat.delta": Scope.READ,
+    "chat.record": Scope.READ,
+    "chat.run_ended": Scope.READ,
+    "session.event": Scope.READ,
+}
+"""The events of hosted sessions, heard by connections that may read."""
 M = TypeVar("M", bound=BaseModel)
 _INTERNAL_FIELDS = {"originator_id", "originator_version"}
 

@@ -102,6 +102,11 @@ class Peer:
         """Send an event to this connection alone, at the journal's position now."""
         await self._connection.push(event, payload, self._position())
 
+    @property
+    def who(self) -> str:
+        """Who is connected, as a decision names its decider: `gateway (device dev_…, my-app)`."""
+        return self._connection.who
+
     def start_soon(self, task: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Run `task` for as long as the connection lasts."""
         if self._connection.tasks is not None:
@@ -123,6 +128,8 @@ class _Connection:
     allowed: frozenset[str] | None = None
     """What `connect` allowed; None until it succeeds."""
     scopes: frozenset[Scope] = frozenset()
+    who: str = "gateway"
+    """The credential and the client's declared name, once connected."""
     in_flight: dict[str, anyio.CancelScope] = field(default_factory=dict)
     tasks: TaskGroup | None = None
     """The connection's own tasks (ticks, subscriptions); they end with it."""
@@ -155,6 +162,7 @@ class ControlPlane:
         method_scopes: Mapping[str, Scope] | None = None,
         device_scopes: Callable[[object], Iterable[str]] | None = None,
         journal_position: Callable[[], int] | None = None,
+        events: Mapping[str, Scope] | None = None,
         connect_timeout: float = CONNECT_TIMEOUT,
         tick_interval: float = TICK_INTERVAL,
         idle_timeout: float = IDLE_TIMEOUT,
@@ -167,7 +175,9 @@ class ControlPlane:
         """The scope each method needs; a method not named needs `operator.write`."""
         self.device_scopes = device_scopes
         """The scopes a device was paired with; without it, a device may read only."""
-        self.state_version = 0
+        self.events = dict(events or {})
+        """The events the plane publishes, each with the scope a connection needs to hear it."""
+        self.published = 0
         """How many events were published."""
         self.journal_position: Callable[[], int] = journal_position or self._published
         self.connect_timeout = connect_timeout
@@ -182,11 +192,18 @@ class ControlPlane:
         return WebSocketRoute(path, self._serve)
 
     async def publish(self, event: str, payload: dict[str, Any]) -> None:
-        """Send an event to every connection that completed `connect`."""
-        self.state_version += 1
+        """Send an event to every connection that completed `connect` and holds its scope.
+
+        `stateVersion` is the journal's position as the event leaves.
+        """
+        self.published += 1
+        needed = self.events.get(event, Scope.READ)
+        version = self.journal_position()
         for connection in list(self._connections):
+            if needed not in connection.scopes:
+                continue
             try:
-                await connection.push(event, payload, self.state_version)
+                await connection.push(event, payload, version)
             except (WebSocketDisconnect, RuntimeError):
                 self._connections.discard(connection)
 
@@ -197,7 +214,7 @@ class ControlPlane:
         return tuple(scope for scope in ALL_SCOPES if scope in named)
 
     def _published(self) -> int:
-        return self.state_version
+        return self.published
 
     def limits(self) -> Limits:
         """What a connection is told of the plane's limits and timings."""
@@ -361,13 +378,14 @@ class ControlPlane:
             if wanted.proof is not None:
                 checked = LocalControlProof.model_validate(wanted.proof)
                 self.verifier.verify(checked, connection.nonce, checked.operation)
-                role, granted = "local", ALL_SCOPES
+                role, granted, who = "local", ALL_SCOPES, "local control"
                 every = checked.operation == GATEWAY_OPERATION
                 allowed = frozenset(self.methods) if every else frozenset({checked.operation})
             else:
                 assert wanted.token is not None  # noqa: S101 - ConnectParams holds one credential
                 found = await anyio.to_thread.run_sync(self.authenticate_token, wanted.token)
                 role, granted, device = "device", self._scopes_of(found), str(found)
+                who = f"device {device}"
                 allowed = frozenset(
                     m
                     for m in self.device_methods
@@ -383,12 +401,15 @@ class ControlPlane:
         asked = set(granted if wanted.scopes is None else wanted.scopes)
         connection.scopes = frozenset(s for s in granted if s in asked)
         connection.allowed = allowed
+        named = f", {wanted.client.name}" if wanted.client is not None else ""
+        connection.who = f"gateway ({who}{named})"
+        offered = (*EVENTS, *(e for e, s in self.events.items() if s in connection.scopes))
         hello = Hello(
             protocol=PROTOCOL_VERSION,
             role=role,
             scopes=tuple(s for s in ALL_SCOPES if s in connection.scopes),
             methods=tuple(sorted(allowed)),
-            events=EVENTS,
+            events=offered,
             limits=self.limits(),
             journal_position=self.journal_position(),
             device=device,

@@ -37,6 +37,12 @@ CALL_ELICITOR: ContextVar[Elicitor | None] = ContextVar("ledgerclaw_call_elicito
 """The elicitor of the request being served, set around one call: concurrent calls of one
 session each ask their own request's client."""
 
+Watcher = Callable[[str, "Pending"], Awaitable[None]]
+"""Told of each request as it is asked (`requested`) and as it is settled (`resolved`)."""
+REQUESTED, RESOLVED = "requested", "resolved"
+WATCH_SECONDS = 5.0
+"""How long telling a watcher may hold up a request: a stalled listener delays nothing more."""
+
 Progress = Callable[[float, float | None, str], Awaitable[None]]
 """Tells the client behind one request how far it is: (progress, total, message)."""
 
@@ -120,6 +126,8 @@ class PendingApprovals:
         self.progress_interval = progress_interval
         self.clock = clock
         """Tells each request's `asked_at`, as the operator's listing shows it."""
+        self.watchers: list[Watcher] = []
+        """Who hears of each request and its settling (the gateway's clients)."""
 
     def available(self) -> bool:
         """The command line can always be asked while the daemon runs."""
@@ -135,16 +143,31 @@ class PendingApprovals:
         elicitor = CALL_ELICITOR.get() or self.elicitor_for(request.session_id)
         progress = CALL_PROGRESS.get()
         try:
-            async with anyio.create_task_group() as tasks:
-                if elicitor is not None:
-                    tasks.start_soon(self._elicit, pending, elicitor)
-                if progress is not None:
-                    tasks.start_soon(self._keep_informed, pending, progress)
-                await pending.answered.wait()
-                tasks.cancel_scope.cancel()
+            async with anyio.create_task_group() as telling:
+                for watcher in self.watchers:
+                    telling.start_soon(self._tell, watcher, REQUESTED, pending)
+                async with anyio.create_task_group() as tasks:
+                    if elicitor is not None:
+                        tasks.start_soon(self._elicit, pending, elicitor)
+                    if progress is not None:
+                        tasks.start_soon(self._keep_informed, pending, progress)
+                    await pending.answered.wait()
+                    tasks.cancel_scope.cancel()
         finally:
             self._pending.pop(pending.approval_id, None)
+            # Told even when the wait was cancelled (timeout, run ended): no prompt lingers.
+            with anyio.CancelScope(shield=True):
+                for watcher in self.watchers:
+                    await self._tell(watcher, RESOLVED, pending)
         return pending.answer
+
+    @staticmethod
+    async def _tell(watcher: Watcher, what: str, pending: Pending) -> None:
+        with anyio.move_on_after(WATCH_SECONDS):
+            try:
+                await watcher(what, pending)
+            except Exception:  # noqa: BLE001 - a listener's failure never fails the call
+                log.warning("telling a watcher of approval %s failed", pending.approval_id)
 
     async def _elicit(self, pending: Pending, elicitor: Elicitor) -> None:
         try:

@@ -13,8 +13,14 @@ import anyio.to_thread
 
 from adapters.clock import SystemClock
 from adapters.config.failover import loop_settings
-from adapters.control.agent_methods import AGENT_METHOD_SCOPES, agent_methods
-from adapters.control.methods import LOCAL_ONLY, METHOD_SCOPES, control_methods
+from adapters.control.agent_methods import AGENT_EVENTS, AGENT_METHOD_SCOPES, agent_methods
+from adapters.control.methods import (
+    APPROVAL_EVENTS,
+    LOCAL_ONLY,
+    METHOD_SCOPES,
+    approval_announcer,
+    control_methods,
+)
 from adapters.control.plane import ControlPlane
 from adapters.home import Home
 from adapters.hosting.claims import SessionClaims
@@ -85,11 +91,12 @@ class HomeParts:
         """The control plane, checking proofs with the home's host key and devices' scopes."""
         log = open_event_log(self.home)
         methods = control_methods(health, approvals, codes)
-        scopes = dict(METHOD_SCOPES)
+        scopes, events = dict(METHOD_SCOPES), dict(APPROVAL_EVENTS)
         if agents is not None:
             methods |= agent_methods(agents, log)
             scopes |= AGENT_METHOD_SCOPES
-        return ControlPlane(
+            events |= AGENT_EVENTS
+        plane = ControlPlane(
             methods,
             ProofVerifier(load_or_create_host_key(self.home)),
             authenticate,
@@ -97,7 +104,10 @@ class HomeParts:
             method_scopes=scopes,
             device_scopes=device_scopes,
             journal_position=log.head,
+            events=events,
         )
+        approvals.watchers.append(approval_announcer(plane.publish))
+        return plane
 
     def agent_host(
         self, journal: Journal, approvals: PendingApprovals, publish: Publish

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from collections.abc import Iterator
@@ -14,27 +13,11 @@ import pytest
 from adapters.api.agent_verify import session_events
 from adapters.control.gateway_client import GatewayClient, GatewayError
 from adapters.home import resolve_home
-from adapters.security.host_key import load_host_key
 from domain.ids import SessionId
 from domain.session.events import RunEnded
 from tests.agent_rig import AgentRig
-from tests.daemon_harness import RunningDaemon, start_daemon, write_governed_config
-
-WAIT = 20.0
-
-
-def agent_home(tmp_path: Path, work: Path, steps: list[dict[str, Any]]) -> Path:
-    """A governed home whose agent plays `steps`."""
-    home = tmp_path / "home"
-    write_governed_config(home, work)
-    (home / "script.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
-    config = home / "config.toml"
-    config.write_text(
-        config.read_text()
-        + '\n[agent]\nmodel = "demo"\n\n[models.demo]\nprovider = "scripted"\nmodel = "demo"\n'
-        'script = "script.jsonl"\n'
-    )
-    return home
+from tests.daemon_harness import RunningDaemon, start_daemon
+from tests.gateway_rig import WAIT, agent_home, ended, gateway
 
 
 @pytest.fixture
@@ -48,27 +31,6 @@ def agent_daemon(tmp_path: Path, work: Path) -> Iterator[RunningDaemon]:
     daemon = start_daemon(agent_home(tmp_path, work, steps))
     yield daemon
     assert 0 == daemon.stop()
-
-
-def gateway(daemon: RunningDaemon) -> GatewayClient:
-    """A gateway connection with the home's host key."""
-    return GatewayClient.open(
-        daemon.port, key=load_host_key(resolve_home({"LEDGERCLAW_HOME": str(daemon.home)}))
-    )
-
-
-def ended(client: GatewayClient, session: str, runs: int = 1) -> list[dict[str, Any]]:
-    """The session's history once `runs` runs have ended."""
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        events: list[dict[str, Any]] = client.call(
-            "chat.history", {"session": session, "limit": 500}
-        )["events"]
-        if sum(e["event"] == "session.run_ended" for e in events) >= runs:
-            return events
-        time.sleep(0.05)
-    msg = f"no run of {session} ended within {WAIT} s"
-    raise AssertionError(msg)
 
 
 def test_a_message_sent_over_the_gateway_runs_the_agent_in_the_daemon(
