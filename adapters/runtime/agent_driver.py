@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 
 import anyio
@@ -18,6 +19,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from adapters.pipeline.context import RunScope
 from adapters.pipeline.dispatcher import Dispatcher
 from adapters.runtime.agent_prompt import PromptReader, session_facts
+from adapters.runtime.budget import Budget, Lane
 from adapters.runtime.session_log import SessionLog
 from domain.agent import records
 from domain.agent.decider import AgentLoop, LoopSettings
@@ -90,6 +92,9 @@ class AgentDriver:
     prompt: PromptReader | None = None
     hooks: AgentHooks = field(default_factory=AgentHooks)
     log: SessionLog | None = None
+    budget: Budget | None = None
+    """Slots shared with other runs; None runs unbounded (one process, one run)."""
+    _lane: Lane | None = field(init=False, default=None)
     _send: MemoryObjectSendStream[_Item] = field(init=False)
     _receive: MemoryObjectReceiveStream[_Item] = field(init=False)
     _started: float = field(init=False, default=0.0)
@@ -98,6 +103,7 @@ class AgentDriver:
     def __post_init__(self) -> None:
         self._send, self._receive = anyio.create_memory_object_stream[_Item](math.inf)
         self.prompt = self.prompt or PromptReader(self.dispatcher)
+        self._lane = None if self.budget is None else self.budget.lane_of_a_run()
 
     # -- what a front end calls ------------------------------------------------------------
 
@@ -189,6 +195,10 @@ class AgentDriver:
     async def _ask(self, step: AskModel) -> Fact:
         if step.wait > 0:
             await anyio.sleep(step.wait)
+        async with self._model_slot():
+            return await self._asked(step)
+
+    async def _asked(self, step: AskModel) -> Fact:
         started = self.clock.monotonic()
         try:
             provider = self.providers(step.candidate)
@@ -209,9 +219,12 @@ class AgentDriver:
         self.hooks.on_call(step)
 
         async def one(position: int, index: int) -> None:
-            result = await self.dispatcher.call(
-                self.scope, step.calls[index], cancel_reason=lambda: CancelReason.CLIENT_CANCELLED
-            )
+            async with self._call_slot():
+                result = await self.dispatcher.call(
+                    self.scope,
+                    step.calls[index],
+                    cancel_reason=lambda: CancelReason.CLIENT_CANCELLED,
+                )
             done.append(executed(position, result))
 
         if step.parallel:
@@ -222,6 +235,12 @@ class AgentDriver:
             for index, position in enumerate(step.positions):
                 await one(position, index)
         return CallsDone(tuple(sorted(done, key=lambda e: e.position)))
+
+    def _model_slot(self) -> AbstractAsyncContextManager[None]:
+        return nullcontext() if self._lane is None else self._lane.model_request()
+
+    def _call_slot(self) -> AbstractAsyncContextManager[None]:
+        return nullcontext() if self._lane is None else self._lane.tool_call()
 
     # -- journal ---------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from adapters.pipeline.context import RunScope
 from adapters.pipeline.dispatcher import Dispatcher
 from adapters.runtime.agent_driver import AgentDriver, AgentHooks
 from adapters.runtime.agent_prompt import PromptReader
+from adapters.runtime.budget import Budget
 from adapters.runtime.runs import end_run_if_live, start_run
 from adapters.runtime.session_log import SessionLog
 from domain.agent import records
@@ -83,6 +84,8 @@ class AgentHost:
     publish: Publish
     secrets: frozenset[str] = frozenset()
     audience: Audience = Audience.PERSONAL
+    budget: Budget = field(default_factory=Budget)
+    """Model-request and tool-call slots every hosted run shares."""
     _hosted: dict[SessionId, _Hosted] = field(default_factory=dict)
     _changed: dict[SessionId, anyio.Event] = field(default_factory=dict)
     _tasks: TaskGroup | None = None
@@ -266,6 +269,7 @@ class AgentHost:
             clock=self.clock,
             hooks=AgentHooks(on_text=on_text, on_records=on_records),
             log=SessionLog(scope.envelope.log, self.secrets),
+            budget=self.budget,
         )
 
     def _fire(self, event: str, payload: dict[str, Any]) -> None:

@@ -80,3 +80,9 @@ class AgentSettings(BaseModel):
     same_failure_limit: int = Field(default=3, ge=1, le=100)
     failed_turns_limit: int = Field(default=5, ge=1, le=100)
     turn_limit: int = Field(default=50, ge=1, le=10_000)
+    concurrent_model_requests: int = Field(default=8, ge=1, le=1_024)
+    """Model requests the daemon's hosted sessions may have open at once, all together."""
+    concurrent_tool_calls: int = Field(default=16, ge=1, le=1_024)
+    """Tool calls the daemon's hosted sessions may run at once, all together."""
+    session_tool_calls: int = Field(default=4, ge=1, le=1_024)
+    """Tool calls one hosted session may run at once, within `concurrent_tool_calls`."""

@@ -28,6 +28,7 @@ from adapters.journal.journal import SqliteJournal
 from adapters.projections.runner import ProjectionRunner
 from adapters.runtime.agent_host import AgentHost, Publish
 from adapters.runtime.approvals import PendingApprovals
+from adapters.runtime.budget import Budget
 from adapters.runtime.recovery import RecoveryReport, recover_orphans
 from adapters.runtime.session_host import SessionHost
 from adapters.security.host_key import ProofVerifier, load_or_create_host_key
@@ -129,4 +130,9 @@ class HomeParts:
             publish=publish,
             secrets=policy.secrets,
             audience=config.daemon.audience,
+            budget=Budget(
+                config.agent.concurrent_model_requests,
+                config.agent.concurrent_tool_calls,
+                config.agent.session_tool_calls,
+            ),
         )
