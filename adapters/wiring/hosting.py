@@ -25,6 +25,7 @@ from adapters.control.plane import ControlPlane
 from adapters.home import Home
 from adapters.hosting.claims import SessionClaims
 from adapters.journal.journal import SqliteJournal
+from adapters.journal.position import KeptPosition
 from adapters.projections.runner import ProjectionRunner
 from adapters.runtime.agent_host import AgentHost, Publish
 from adapters.runtime.approvals import PendingApprovals
@@ -104,7 +105,7 @@ class HomeParts:
             device_methods=frozenset(methods) - LOCAL_ONLY,
             method_scopes=scopes,
             device_scopes=device_scopes,
-            journal_position=log.head,
+            journal_position=KeptPosition(self.home.database),
             events=events,
         )
         approvals.watchers.append(approval_announcer(plane.publish))
@@ -130,6 +131,7 @@ class HomeParts:
             publish=publish,
             secrets=policy.secrets,
             audience=config.daemon.audience,
+            attachments=config.attachments.limits(),
             budget=Budget(
                 config.agent.concurrent_model_requests,
                 config.agent.concurrent_tool_calls,
