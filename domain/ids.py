@@ -98,6 +98,13 @@ class SpillId(OpaqueId):
     prefix = "spl_"
 
 
+class AttachmentId(OpaqueId):
+    """Names one file a user sent with a message, or one the agent attached to its reply."""
+
+    __slots__ = ()
+    prefix = "fil_"
+
+
 _CALL_ID = re.compile(r"^[A-Za-z0-9_.:\-]{1,128}$")
 
 

@@ -20,16 +20,28 @@ from domain.agent.finish import FinishReason
 from domain.agent.pairing import NotRun
 from domain.agent.records import ChainModel, QueueKind
 from domain.agent.replies import ToolSpec, Usage
+from domain.attachments.admission import AttachmentReason
 from domain.base import DomainEvent
 from domain.devices.aggregate import DeviceRegistry
 from domain.devices.events import DevicePaired, DeviceRegistryCreated, DeviceRevoked, DeviceSeen
-from domain.ids import AttemptId, CallId, DeviceId, OpaqueId, RunId, SessionId, SpillId
+from domain.ids import (
+    AttachmentId,
+    AttemptId,
+    CallId,
+    DeviceId,
+    OpaqueId,
+    RunId,
+    SessionId,
+    SpillId,
+)
 from domain.session import agent_events
 from domain.session.agent_events import AGENT_EVENTS
 from domain.session.aggregate import Session
 from domain.session.events import (
     ApprovalDecided,
     ApprovalRequested,
+    AttachmentReceived,
+    AttachmentSent,
     AttemptDenied,
     AttemptOutcomeMarkedUnknown,
     AuthorizationAttemptStarted,
@@ -104,6 +116,16 @@ def attempt_ids() -> st.SearchStrategy[AttemptId]:
 def device_ids() -> st.SearchStrategy[DeviceId]:
     """Device ids."""
     return opaque_ids(DeviceId)
+
+
+def attachment_ids() -> st.SearchStrategy[AttachmentId]:
+    """Attachment ids."""
+    return opaque_ids(AttachmentId)
+
+
+def sha256_digests() -> st.SearchStrategy[str]:
+    """64 lowercase hex digits."""
+    return st.binary(min_size=32, max_size=32).map(bytes.hex)
 
 
 def spill_ids() -> st.SearchStrategy[SpillId]:
@@ -550,6 +572,32 @@ EVENT_STRATEGIES: dict[type[DomainEvent], st.SearchStrategy[Any]] = {
     ),
     **{event: _event(event, run_id=run_ids(), **AGENT_FIELDS[event]) for event in AGENT_EVENTS},
     SessionClosed: _event(SessionClosed, reason=st.sampled_from(SessionCloseReason)),
+    AttachmentReceived: _event(
+        AttachmentReceived,
+        run_id=run_ids(),
+        attachment_id=attachment_ids(),
+        name=st.text(min_size=1, max_size=255),
+        claimed_type=st.text(min_size=1, max_size=255),
+        sniffed_type=st.text(min_size=1, max_size=255),
+        size=st.integers(0, 2**40),
+        sha256=sha256_digests(),
+        accepted=st.booleans(),
+        reason=st.sampled_from(AttachmentReason),
+        detail=details(),
+        media_type=st.none() | st.text(min_size=1, max_size=255),
+        path=st.none() | canonical_paths(),
+    ),
+    AttachmentSent: _event(
+        AttachmentSent,
+        run_id=run_ids(),
+        attempt_id=attempt_ids(),
+        attachment_id=attachment_ids(),
+        name=st.text(min_size=1, max_size=255),
+        media_type=st.text(min_size=1, max_size=255),
+        size=st.integers(0, 2**40),
+        sha256=sha256_digests(),
+        source=canonical_paths(),
+    ),
     DeviceRegistryCreated: _created(DeviceRegistryCreated, _REGISTRY_TOPIC),
     DevicePaired: _event(
         DevicePaired,

@@ -40,7 +40,10 @@ from adapters.security.host_key import LocalControlProof, ProofVerifier
 from domain.errors import LedgerclawError
 
 ControlMethod = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
-MAX_FRAME_BYTES = 1 << 20
+MAX_FRAME_BYTES = 12 << 20
+"""The largest frame once connected: a `chat.send` with a full load of attachments (8 MiB,
+base64 encoded) and its longest text fits; below uvicorn's 16 MiB WebSocket limit, so an
+oversized frame still gets a `bad_frame` answer rather than a closed socket."""
 PRE_CONNECT_MAX_BYTES = 64 * 1024
 """The largest frame accepted before `connect` succeeded."""
 MAX_BUFFERED_BYTES = 4 << 20

@@ -8,6 +8,7 @@
 ├── tmp/parent/           the main session's managed temporary directory
 ├── worktrees/            managed source worktrees
 ├── spills/               full tool output beyond the inline bound (never named to a model)
+├── outbox/               copies of files the agent attached to its replies, by attachment id
 ├── logs/session.log      the raw log
 └── subagents/<run id>/{artifacts,tmp,logs/session.log}
 ```
@@ -62,6 +63,11 @@ class Envelope:
     def spills(self) -> Path:
         """Full tool output kept beyond the inline bound."""
         return self.root / "spills"
+
+    @property
+    def outbox(self) -> Path:
+        """Copies of the files the agent attached, named by attachment id (made when needed)."""
+        return self.root / "outbox"
 
     @property
     def log(self) -> Path:

@@ -270,6 +270,7 @@ class Dispatcher:
             audience=plan.audience,
             roots=scope.roots,
             protected=scope.protected,
+            outbox=run.envelope.outbox,
         )
         try:
             return await tool.run(authorization.arguments, tool_run)

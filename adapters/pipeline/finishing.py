@@ -1,10 +1,10 @@
 """The last steps of a call that ran: redact, bound, spill, receipt, present; adapter layer.
 
 A tool's text is redacted of exact secrets, then bounded: what does not fit inline is kept
-whole in a spill that `tool_output_read` reads back. The receipt (and a tool it loaded) is
-stored in one transaction; a subagent's working context follows the receipt for the run.
-The remediation presenter adds the receipt's instruction, or the spill's, if its tool is
-visible.
+whole in a spill that `tool_output_read` reads back. The receipt (and a tool it loaded, or a
+file it attached) is stored in one transaction; a subagent's working context follows the
+receipt for the run. The remediation presenter adds the receipt's instruction, or the
+spill's, if its tool is visible.
 """
 
 from __future__ import annotations
@@ -54,11 +54,14 @@ async def finish(
         text = f"{shown.inline}\n{notice}"
     receipt = receipt_of(output, spill_id, policy.secrets)
     loaded = output.loaded_tool if receipt.outcome is OutcomeCategory.SUCCESS else None
+    sent = output.attachment if receipt.outcome is OutcomeCategory.SUCCESS else None
 
     def record(session: Session) -> None:
         session.record_receipt(run.run_id, attempt_id, receipt)
         if loaded is not None:
             session.load_tool_schema(run.run_id, loaded)
+        if sent is not None:
+            session.send_attachment(run.run_id, attempt_id, sent)
 
     await journal.write(record)
     if run.kind is SessionKind.SUBAGENT and receipt.has_state_effect:

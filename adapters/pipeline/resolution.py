@@ -17,7 +17,7 @@ from adapters.fs.envelope import Envelope
 from adapters.fs.facts import expand_user, gather_path, gather_scope, real_directory
 from adapters.settings.tools import RootSetting
 from adapters.tools.contract import BoundTarget, PathTarget
-from domain.authorization.facts import canonical
+from domain.authorization.facts import canonical, is_within
 from domain.authorization.gathered import GatheredPath, decide_gathered
 from domain.authorization.path_access import PathAccessDecision, PathDenied
 from domain.authorization.relative_base import join_base
@@ -70,20 +70,33 @@ def configured_roots(settings: Sequence[RootSetting]) -> list[TrustedRoot]:
 
 
 def run_roots(envelope: Envelope, settings: Sequence[RootSetting]) -> tuple[TrustedRoot, ...]:
-    """The envelope and the configured roots, resolved once for a run.
+    """The envelope, its artifacts directory and the configured roots, resolved once for a run.
 
-    A root's real location is taken when the run starts. If a root's path is later pointed
-    elsewhere, paths through it no longer lead under the remembered location and are denied,
-    so remembering it can only make decisions stricter.
+    The envelope grants every operation but Attach, which only its artifacts directory (and a
+    configured root that lists it) grants: the agent attaches what it made to keep, not any
+    file of the session. A root's real location is taken when the run starts. If a root's
+    path is later pointed elsewhere, paths through it no longer lead under the remembered
+    location and are denied, so remembering it can only make decisions stricter.
     """
     envelope_path = canonical(str(envelope.root))
     envelope_root = TrustedRoot(
         path=envelope_path,
         real=real_directory(envelope_path),
         kind=RootKind.ENVELOPE,
-        operations=ALL_OPERATIONS,
+        operations=ALL_OPERATIONS - {FileOperation.ATTACH},
     )
-    return (envelope_root, *configured_roots(settings))
+    artifacts_path = canonical(str(envelope.artifacts))
+    artifacts_real = real_directory(artifacts_path)
+    if not is_within(artifacts_real, envelope_root.real):
+        # The session itself may have made artifacts/ a link: it leads nowhere it can attach.
+        artifacts_real = canonical(f"{envelope_root.real}/artifacts")
+    artifacts_root = TrustedRoot(
+        path=artifacts_path,
+        real=artifacts_real,
+        kind=RootKind.ENVELOPE,
+        operations=frozenset({FileOperation.ATTACH}),
+    )
+    return (envelope_root, artifacts_root, *configured_roots(settings))
 
 
 def scope_of(

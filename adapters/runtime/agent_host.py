@@ -11,7 +11,9 @@ period before ending the rest `shutdown`. Adapter layer.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,20 +21,27 @@ from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from adapters.fs.envelope import Envelope, envelope_root
 from adapters.hosting.claims import Claim, SessionClaims
 from adapters.journal.events import decoded_stream
 from adapters.pipeline.context import RunScope
 from adapters.pipeline.dispatcher import Dispatcher
 from adapters.runtime.agent_driver import AgentDriver, AgentHooks
 from adapters.runtime.agent_prompt import PromptReader
+from adapters.runtime.attachments import (
+    Upload,
+    received_with,
+    same_message,
+    start_run_with_attachments,
+)
 from adapters.runtime.budget import Budget
-from adapters.runtime.runs import end_run_if_live, start_run
+from adapters.runtime.runs import end_run_if_live, open_session, start_run
 from adapters.runtime.session_log import SessionLog
 from domain.agent import records
 from domain.agent.decider import LoopSettings
 from domain.agent.failover import Candidate
+from domain.attachments.admission import AttachmentLimits
 from domain.errors import LedgerclawError
 from domain.ids import RunId, SessionId
 from domain.ports import Clock, EventLog, Journal, ModelProvider
@@ -84,18 +93,33 @@ class AgentHost:
     publish: Publish
     secrets: frozenset[str] = frozenset()
     audience: Audience = Audience.PERSONAL
+    attachments: AttachmentLimits = field(default_factory=AttachmentLimits)
     budget: Budget = field(default_factory=Budget)
     """Model-request and tool-call slots every hosted run shares."""
     _hosted: dict[SessionId, _Hosted] = field(default_factory=dict)
     _changed: dict[SessionId, anyio.Event] = field(default_factory=dict)
     _tasks: TaskGroup | None = None
+    _outbox: MemoryObjectSendStream[tuple[str, dict[str, Any]]] | None = None
 
     async def serve(self, ready: Callable[[], None] = lambda: None) -> None:
-        """Hold the task group runs go in, until cancelled."""
-        async with anyio.create_task_group() as tasks:
+        """Hold the task group runs go in, and publish what they tell, until cancelled."""
+        send, receive = anyio.create_memory_object_stream[tuple[str, dict[str, Any]]](math.inf)
+        self._outbox = send
+        async with anyio.create_task_group() as tasks, send, receive:
             self._tasks = tasks
+            tasks.start_soon(self._publish_in_order, receive)
             ready()
             await anyio.sleep_forever()
+
+    async def _publish_in_order(
+        self, receive: MemoryObjectReceiveStream[tuple[str, dict[str, Any]]]
+    ) -> None:
+        """One task publishes every event, so clients hear them in the order they happened."""
+        async for event, payload in receive:
+            try:
+                await self.publish(event, payload)
+            except Exception:
+                log.exception("publishing %s failed", event)
 
     # -- methods ---------------------------------------------------------------------------
 
@@ -104,10 +128,9 @@ class AgentHost:
         session_id = SessionId.new()
         claim = self.claims.claim(session_id)
         try:
-            Envelope(envelope_root(self.home_root, session_id).resolve()).create()
             key = f"{GATEWAY_PREFIX}{session_id.hex[:8]}"
             opening = SessionOpening(session_id, key, SessionKind.MAIN, self.audience)
-            self.journal.open_session(opening)
+            open_session(self.journal, self.home_root, opening)
         except BaseException:
             claim.release()
             raise
@@ -115,24 +138,49 @@ class AgentHost:
         return session_id
 
     async def send(
-        self, session_id: SessionId, text: str, client_run_id: str | None
+        self,
+        session_id: SessionId,
+        text: str,
+        client_run_id: str | None,
+        attachments: Sequence[Upload] = (),
     ) -> dict[str, Any]:
-        """Start a run on `text`, steer the one in progress, or name the run a retry belongs to."""
+        """Start a run on `text`, steer the one in progress, or name the run a retry belongs to.
+
+        A message with attachments is never steering: it waits for the run in progress and
+        starts its own, journaled with the decision about each file (docs/attachments.md).
+        """
         hosted = self._host(session_id)
         if client_run_id is not None:
-            known = self._known_run(session_id, client_run_id, text)
+            known = self._known_run(session_id, client_run_id, text, attachments)
             if known is not None:
                 return known
-        if hosted.driver is not None and client_run_id is None and hosted.driver.steer(text):
+        steering = client_run_id is None and not attachments
+        if hosted.driver is not None and steering and hosted.driver.steer(text):
             return {"status": "steered", "run_id": str(hosted.driver.scope.run_id)}
         if hosted.driver is not None:
             await hosted.done.wait()
-        scope = start_run(self.journal, self.home_root, session_id, client_run_id)
+        answer: dict[str, Any] = {}
+        if attachments:
+            # Staged, checked, journaled and moved before the next await, so no run of this
+            # session works while its files are in staging.
+            admitted = start_run_with_attachments(
+                self.journal,
+                self.home_root,
+                session_id,
+                client_run_id=client_run_id,
+                text=text,
+                uploads=attachments,
+                limits=self.attachments,
+            )
+            scope, prompt = admitted.scope, admitted.prompt
+            answer["attachments"] = admitted.answer()
+        else:
+            scope, prompt = start_run(self.journal, self.home_root, session_id, client_run_id), text
         driver = self._driver(scope)
         hosted.driver, hosted.done = driver, anyio.Event()
         assert self._tasks is not None  # noqa: S101 - serve() runs for the daemon's life
-        self._tasks.start_soon(self._run, hosted, driver, text)
-        return {"status": "started", "run_id": str(scope.run_id)}
+        self._tasks.start_soon(self._run, hosted, driver, prompt)
+        return {"status": "started", "run_id": str(scope.run_id), **answer}
 
     def abort(self, session_id: SessionId) -> bool:
         """Abort the session's run in progress; False when none is."""
@@ -227,7 +275,7 @@ class AgentHost:
     async def _run(self, hosted: _Hosted, driver: AgentDriver, text: str) -> None:
         try:
             finished = await driver.run(text)
-            await self.publish(
+            self._fire(
                 "chat.run_ended",
                 {
                     "session": str(hosted.session_id),
@@ -273,19 +321,26 @@ class AgentHost:
         )
 
     def _fire(self, event: str, payload: dict[str, Any]) -> None:
-        if self._tasks is not None:
-            self._tasks.start_soon(self.publish, event, payload)
+        """Queue an event for the publisher; nothing is told before `serve` runs."""
+        if self._outbox is None:
+            return
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._outbox.send_nowait((event, payload))
 
     def _known_run(
-        self, session_id: SessionId, client_run_id: str, text: str
+        self, session_id: SessionId, client_run_id: str, text: str, uploads: Sequence[Upload]
     ) -> dict[str, Any] | None:
         session = self.journal.session(session_id)
         run_id = session.run_for_client(client_run_id)
         if run_id is None:
             return None
         asked = self._first_message(session_id, run_id)
-        if asked is not None and asked != text:
-            msg = f"client run {client_run_id!r} was sent with another text; use a new id"
+        received = received_with(self.log, session_id, run_id)
+        if not same_message(received, asked, text, uploads):
+            msg = (
+                f"client run {client_run_id!r} was sent with another text or other files;"
+                " use a new id"
+            )
             raise ClientRunConflictError(msg)
         ended = session.runs[run_id].ended
         if ended is None:

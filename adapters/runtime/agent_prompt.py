@@ -96,6 +96,7 @@ class PromptReader:
             project_directory=project,
             areas={
                 "directory": str(run.envelope.workspace),
+                "artifacts": str(run.envelope.artifacts),
                 "tmp": str(run.tmp_dir),
                 "spills": str(run.envelope.spills),
             },

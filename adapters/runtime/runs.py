@@ -41,9 +41,14 @@ def open_run(journal: Journal, home_root: Path, opening: SessionOpening) -> RunS
     The one way a session is opened for calls, for a native call, a hosted client or an
     agent alike: its storage is made before anything is journaled.
     """
+    open_session(journal, home_root, opening)
+    return start_run(journal, home_root, opening.session_id)
+
+
+def open_session(journal: Journal, home_root: Path, opening: SessionOpening) -> None:
+    """Make the session's storage, then journal its opening: nothing names a missing envelope."""
     Envelope(envelope_root(home_root, opening.session_id).resolve()).create()
     journal.open_session(opening)
-    return start_run(journal, home_root, opening.session_id)
 
 
 def start_run(

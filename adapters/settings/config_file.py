@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from adapters.settings.agent import AgentSettings, ModelSettings
+from adapters.settings.attachments import AttachmentSettings
 from adapters.settings.daemon import DaemonSettings
 from adapters.settings.journal import JournalSettings
 from adapters.settings.tools import ToolSettings
@@ -20,3 +21,4 @@ class Config(BaseModel):
     daemon: DaemonSettings = DaemonSettings()
     agent: AgentSettings = AgentSettings()
     models: dict[str, ModelSettings] = {}
+    attachments: AttachmentSettings = AttachmentSettings()

@@ -6,6 +6,7 @@ their definitions, which are class attributes, so checking a file needs no tool 
 
 from __future__ import annotations
 
+from adapters.tools.files.attach_file import AttachFile
 from adapters.tools.files.edit_file import EditFile
 from adapters.tools.files.find_files import FindFiles
 from adapters.tools.files.grep import Grep
@@ -23,6 +24,7 @@ FIRST_PARTY_TOOLS = (
     Grep,
     WriteFile,
     EditFile,
+    AttachFile,
     ShellExecute,
     SetWorkingDirectory,
     ToolOutputRead,

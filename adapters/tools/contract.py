@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from domain.attachments.records import Sent
 from domain.authorization.path_access import PathAccessDecision
 from domain.authorization.roots import ProtectedPaths, TrustedRoot
 from domain.base import Value
@@ -110,6 +111,8 @@ class ToolRun:
     """The roots this call was checked against (audience, envelope and project included)."""
     protected: ProtectedPaths = field(default_factory=ProtectedPaths)
     """The protected paths this call was checked against, which no sandbox rule may reach."""
+    outbox: Path | None = None
+    """Where a file the call attaches to the reply is copied for clients to fetch."""
 
 
 class ToolOutput(Value):
@@ -126,6 +129,8 @@ class ToolOutput(Value):
     """For invalid input: the fields that were wrong and why (else the text's first line)."""
     shell: ShellRun | None = None
     """For a shell command that ran: what its receipt records of it."""
+    attachment: Sent | None = None
+    """For a file attached to the reply: what its `attachment_sent` event records."""
 
 
 class Tool(Protocol):

@@ -17,6 +17,7 @@ from adapters.pipeline.toolset import ToolSet
 from adapters.runtime.approvers import StandingApprover, TerminalApprover
 from adapters.sandbox.sandbox import Sandbox
 from adapters.settings.config_file import Config
+from adapters.tools.files.attach_file import AttachFile
 from adapters.tools.files.edit_file import EditFile
 from adapters.tools.files.find_files import FindFiles
 from adapters.tools.files.grep import Grep
@@ -105,6 +106,7 @@ def first_party_tools(config: Config, home: Home | None = None) -> ToolSet:
             Grep(),
             WriteFile(),
             EditFile(),
+            AttachFile(max_bytes=config.attachments.max_attach_bytes),
             ShellExecute(policy, default_timeout=shell.default_timeout_seconds, sandbox=sandbox),
             SetWorkingDirectory(),
             ToolOutputRead(),

@@ -37,7 +37,7 @@ class TurnFacts:
     """The local date, time and zone, already formatted (`2026-12-01 14:03 CET (+01:00)`)."""
     project_directory: str | None = None
     areas: Mapping[str, str] | None = None
-    """The session's storage areas by name (workspace, tmp, spills)."""
+    """The session's storage areas by name (workspace, artifacts, tmp, spills)."""
     recent_files: Sequence[str] = ()
 
 

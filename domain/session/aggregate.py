@@ -3,8 +3,9 @@
 Commands check invariants, raise a typed error or trigger events, and state changes only in
 `apply_event`. A command that triggers several events triggers them together, so the journal
 stores all of them in one transaction or none. The commands and appliers live in one part
-per concept (`domain.session.runs`, `.attempts`, `.approvals`, `.outcomes`, `.conversation`
-and `.context`); this class combines them into the one aggregate the journal stores.
+per concept (`domain.session.runs`, `.attempts`, `.approvals`, `.outcomes`, `.conversation`,
+`.context`, `.agent` and `.attachments`); this class combines them into the one aggregate
+the journal stores.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from domain.ids import AttemptId, CallId, RunId, SessionId, SpillId
 from domain.session import errors
 from domain.session.agent import AgentPart
 from domain.session.approvals import ApprovalsPart
+from domain.session.attachments import AttachmentsPart
 from domain.session.attempts import AttemptsPart
 from domain.session.context import ContextPart
 from domain.session.conversation import ConversationPart
@@ -41,6 +43,7 @@ _PARTS = (
     ConversationPart,
     ContextPart,
     AgentPart,
+    AttachmentsPart,
 )
 
 
@@ -52,6 +55,7 @@ class Session(
     ConversationPart,
     ContextPart,
     AgentPart,
+    AttachmentsPart,
     Aggregate,
 ):
     """One conversation or one subagent run, with its runs, writer, transcript and attempts."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from domain.attachments.records import Received, Sent
 from domain.base import Aggregate
 from domain.ids import AttemptId, CallId, RunId, SessionId, SpillId
 from domain.paths import CanonicalPath
@@ -271,6 +272,29 @@ class RunEnded(SessionEvent):
     """The limit reached or the error that ended it, in words; empty for most ends."""
 
 
+class AttachmentReceived(SessionEvent, Received):
+    """A file sent with a user's message was admitted to the inbox, or refused, and why.
+
+    Journaled with the run it came with, in the commit that starts that run; an admitted
+    file is moved into the workspace only after this is durable.
+    """
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.attachment_received"
+    KEY_FIELDS = ("attachment_id", "name", "sniffed_type", "size", "accepted", "reason", "path")
+
+    run_id: RunId
+
+
+class AttachmentSent(SessionEvent, Sent):
+    """The agent attached a file to its reply; a client fetches the copy by its id."""
+
+    TOPIC: ClassVar[str] = "ledgerclaw.session.attachment_sent"
+    KEY_FIELDS = ("attachment_id", "name", "media_type", "size", "source")
+
+    run_id: RunId
+    attempt_id: AttemptId
+
+
 class SessionClosed(SessionEvent):
     """The session ended for good; it starts no more runs."""
 
@@ -298,4 +322,6 @@ SESSION_EVENTS: tuple[type[Aggregate.Event], ...] = (
     ToolSchemaLoaded,
     RunEnded,
     SessionClosed,
+    AttachmentReceived,
+    AttachmentSent,
 )

@@ -52,6 +52,7 @@ def test_tool_list_shows_every_tool_and_why_one_is_not_exposed(home: Path) -> No
         "grep",
         "write_file",
         "edit_file",
+        "attach_file",
         "shell_execute",
         "set_working_directory",
         "tool_output_read",

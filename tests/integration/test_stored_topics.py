@@ -68,6 +68,12 @@ AGENT_TOPICS = {
 }
 """The agent loop's topics, added after the fixture was written."""
 
+ATTACHMENT_TOPICS = {
+    "ledgerclaw.session.attachment_received",
+    "ledgerclaw.session.attachment_sent",
+}
+"""The attachment topics, added after the fixture was written."""
+
 
 def stored(row: dict[str, Any]) -> StoredEvent:
     """The stored event of one fixture row, with its state bytes as the journal kept them."""
@@ -84,7 +90,7 @@ ALL_ROWS = [*ROWS["events"], *ROWS["snapshots"]]
 
 def test_the_catalog_reads_exactly_the_stored_topics() -> None:
     """The mapper resolves these topics and no others, and names aggregates as before."""
-    assert STORED_TOPICS | AGENT_TOPICS == set(CatalogMapper.types_by_topic)
+    assert STORED_TOPICS | AGENT_TOPICS | ATTACHMENT_TOPICS == set(CatalogMapper.types_by_topic)
     assert {"ledgerclaw.session", "ledgerclaw.devices"} == set(CatalogMapper.library_topics)
 
 

@@ -108,6 +108,7 @@ VALID_ARGUMENTS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
             "revision": st.just("stale"),
         }
     ),
+    "attach_file": st.fixed_dictionaries({"path": PATHS}),
     "shell_execute": st.fixed_dictionaries(
         {"command": st.sampled_from(["ls", "cat notes.txt", "echo $HOME", "sudo ls"])}
     ),

@@ -11,6 +11,7 @@ from domain.session.agent import AgentPart
 from domain.session.agent_events import AGENT_EVENTS, AgentEvent
 from domain.session.aggregate import Session
 from domain.session.approvals import ApprovalsPart
+from domain.session.attachments import AttachmentsPart
 from domain.session.attempts import AttemptsPart
 from domain.session.context import ContextPart
 from domain.session.conversation import ConversationPart
@@ -27,6 +28,7 @@ PARTS = (
     ConversationPart,
     ContextPart,
     AgentPart,
+    AttachmentsPart,
 )
 
 

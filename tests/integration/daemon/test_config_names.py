@@ -70,8 +70,8 @@ def test_a_misspelt_tool_in_the_approval_map_is_refused_by_the_command(home: Pat
             '[tools.approval]\nbrowser = "request"\n',
             (
                 "tools.approval.browser: unknown tool (known tools: read_file, list_directory,"
-                " find_files, grep, write_file, edit_file, shell_execute, set_working_directory,"
-                " tool_output_read, load_tool)"
+                " find_files, grep, write_file, edit_file, attach_file, shell_execute,"
+                " set_working_directory, tool_output_read, load_tool)"
             ),
         ),
         (

@@ -369,7 +369,7 @@ def test_malformed_frames_are_answered_until_the_third(daemon: Daemon) -> None:
     missing_method = receive(websocket)
     assert ("7", "bad_frame") == (missing_method["id"], missing_method["error"]["code"])
     assert ask(websocket, "status", rid="8")["ok"]
-    websocket.send(b"[" + b" " * (1 << 20) + b"]")
+    websocket.send(b"[" + b" " * (12 << 20) + b"]")
     assert "larger than" in receive(websocket)["error"]["message"]
     assert_closed(websocket)
 
@@ -559,7 +559,7 @@ def test_connect_answers_the_version_methods_events_limits_and_position(daemon: 
     assert sorted(methods([])) == hello["methods"]
     assert ["connect.challenge", "tick"] == hello["events"]
     assert {
-        "max_frame_bytes": 1 << 20,
+        "max_frame_bytes": 12 << 20,
         "pre_connect_max_bytes": 64 * 1024,
         "max_buffered_bytes": 4 << 20,
         "tick_interval_ms": 15_000,

@@ -44,7 +44,7 @@ def test_a_device_paired_with_approvals_may_list_them_but_never_issue_codes(
 
     assert ["operator.approvals", "operator.read"] == code["scopes"]
     assert ["operator.read", "operator.approvals"] == hello["scopes"]
-    assert ["approvals.decide", "approvals.list", "status"] == hello["methods"]
+    assert ["approvals.decide", "approvals.list", "approvals.resolve", "status"] == hello["methods"]
     assert {"approvals": []} == listed["payload"]
     assert "forbidden" == issued["error"]["code"]
 

@@ -51,7 +51,11 @@ def test_a_message_sent_over_the_gateway_runs_the_agent_in_the_daemon(
     assert list(range(1, len(events) + 1)) == positions
     records = [e["payload"]["record"]["kind"] for e in pushed if e["event"] == "chat.record"]
     assert "ModelAnswered" in records
-    assert any(e["event"] == "chat.run_ended" for e in pushed)
+    told = [e["event"] for e in pushed if e["event"].startswith("chat.")]
+    assert "chat.run_ended" == told[-1]
+    assert ["RunClosed"] == records[-1:]
+    seqs = [e["seq"] for e in pushed]
+    assert seqs == sorted(seqs)
     home = resolve_home({"LEDGERCLAW_HOME": str(agent_daemon.home)})
     assert AgentRig(home).verified(session).identical
 
@@ -215,3 +219,26 @@ def test_a_killed_daemon_ends_the_run_crashed_and_a_retried_send_starts_no_secon
         retried["reason"],
     )
     assert 1 == sum(e["event"] == "session.run_started" for e in history["events"])
+
+
+def test_history_pages_back_from_the_end_and_before_and_after_do_not_mix(
+    agent_daemon: RunningDaemon,
+) -> None:
+    """Pages asked with `before` walk back to position 1 and join to the whole history."""
+    with gateway(agent_daemon) as client:
+        session = client.call("sessions.create")["session_id"]
+        client.call("chat.send", {"session": session, "text": "hi"})
+        whole = ended(client, session)
+        pages: list[list[dict[str, Any]]] = []
+        before, more = 10**9, True
+        while more:
+            page = client.call("chat.history", {"session": session, "before": before, "limit": 4})
+            pages.insert(0, page["events"])
+            before, more = page["next"], page["more"]
+        with pytest.raises(GatewayError) as both:
+            client.call("chat.history", {"session": session, "before": 3, "after": 1})
+
+    assert whole == [event for page in pages for event in page]
+    assert all(len(page) == 4 for page in pages[1:])
+    assert "bad_control_request" == both.value.code
+    assert "after or before" in str(both.value)

@@ -10,6 +10,7 @@ import pytest
 from adapters.control.frames import Scope
 from adapters.control.gateway_client import GatewayClient, GatewayError
 from adapters.home import resolve_home
+from domain.ids import SessionId
 from tests.agent_rig import AgentRig
 from tests.daemon_harness import RunningDaemon, cli_json, start_daemon
 from tests.gateway_rig import agent_home, ended, gateway, next_event
@@ -39,7 +40,7 @@ def start_writing(client: GatewayClient) -> tuple[str, dict[str, Any]]:
 def verified(daemon: RunningDaemon, session: str) -> bool:
     """Whether the session replays identically."""
     home = resolve_home({"LEDGERCLAW_HOME": str(daemon.home)})
-    return AgentRig(home).verified(session).identical
+    return AgentRig(home).verified(SessionId(session)).identical
 
 
 def test_a_gateway_client_hears_an_approval_and_its_answer_lets_the_run_go_on(
