@@ -1,8 +1,11 @@
 """`ledgerclaw chat`: an interactive conversation with the agent in the terminal; CLI layer.
 
-Input is read on a thread of its own, so typing while a run works reaches the run as
-steering; a line ending with a backslash continues on the next one. Ctrl-C aborts the
-running turn, a second Ctrl-C leaves, and so does Ctrl-D or `/exit`.
+When the home's daemon runs and hosts agents, and the chat has a terminal, it attaches to
+the daemon with the Textual app of `cli/chat_tui/` (loaded only then). Otherwise, or with
+`--local`, the agent runs in this process: input is read on a thread of its own, so typing
+while a run works reaches the run as steering; a line ending with a backslash continues on
+the next one. Ctrl-C aborts the running turn, a second Ctrl-C leaves, and so does Ctrl-D or
+`/exit`.
 """
 
 from __future__ import annotations
@@ -15,16 +18,59 @@ import threading
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+import typer
 from anyio.streams.memory import MemoryObjectSendStream
 
 from adapters.api.agent_run import agent_session
 from adapters.api.chat import ChatEvent, ChatNotices, EndOfInput, Interrupt, Line, chat_loop
-from adapters.wiring.home import current_home
+from adapters.control.home_gateway import HomeGateway, agent_gateway
+from adapters.home import Home
+from adapters.wiring.home import current_home, open_reader
 from cli import render
 from cli.common import expected_errors
 from cli.run_cmd import approve_option, model_option, session_option, terminal_view
+from domain.errors import LedgerclawError
 
 CONTINUATION = "\\"
+
+
+class ChatOptionsError(LedgerclawError):
+    """Options that choose for an in-process chat were given to one that attaches."""
+
+    exit_code = 2
+
+
+class ChatDetachedError(LedgerclawError):
+    """The attached chat ended because the daemon refused it (an unknown session, …)."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code or 1
+
+
+def attachable(home: Home, *, local: bool, terminal: bool) -> HomeGateway | None:
+    """The daemon's gateway to attach to, or None to chat in this process.
+
+    Attaching needs a terminal to draw on and a daemon of the home that hosts agents.
+    """
+    if local or not terminal:
+        return None
+    return agent_gateway(home)
+
+
+def attach(home: Home, gateway: HomeGateway, session: str | None) -> None:
+    """Chat in the terminal app, attached to `session` (a unique prefix will do) or a pick."""
+    session_id = None
+    if session is not None:
+        session_id = gateway.hosted_session(str(open_reader(home).resolve_session(session)))
+    # Imported here: only an attached chat loads Textual.
+    from cli.chat_tui.app import attach as attach_app  # noqa: PLC0415
+
+    outcome = attach_app(gateway.open, session_id)
+    if outcome.session is not None:
+        render.line(f"session {outcome.session}", "dim", console=render.err)
+    if outcome.problem is not None:
+        raise ChatDetachedError(outcome.problem, outcome.exit_code)
 
 
 def _read_lines(
@@ -65,14 +111,31 @@ def chat(
     session: str | None = session_option(),
     model: str | None = model_option(),
     approve: bool = approve_option(),
+    local: bool = typer.Option(
+        False, "--local", help="Run the agent in this process even when the daemon hosts agents."
+    ),
 ) -> None:
     """Talk with the agent in the terminal, one run per message.
 
-    Typing while a run works steers it; a line ending with a backslash continues on the next.
-    Ctrl-C aborts the running turn, a second Ctrl-C leaves, and so do Ctrl-D and /exit.
+    When the home's daemon hosts agents, the chat attaches to it in a full-screen terminal
+    app (docs/chat.md): Enter sends, Escape aborts the turn, Ctrl+Q leaves. Otherwise, or with
+    --local, the agent runs in this process: typing while a run works steers it; a line ending
+    with a backslash continues on the next. Ctrl-C aborts the running turn, a second Ctrl-C
+    leaves, and so do Ctrl-D and /exit.
     """
+    home = current_home()
+    gateway = attachable(home, local=local, terminal=sys.stdin.isatty() and sys.stdout.isatty())
+    if gateway is not None:
+        if model is not None or approve:
+            msg = (
+                "--model and --approve choose for a chat in this process, but the daemon for this"
+                " home hosts agents with its own choices; add --local to chat in this process"
+            )
+            raise ChatOptionsError(msg)
+        attach(home, gateway, session)
+        return
     with agent_session(
-        current_home(), session=session, model=model, approve=approve, view=terminal_view()
+        home, session=session, model=model, approve=approve, view=terminal_view()
     ) as opened:
         render.line(
             f"session {opened.session_id}  (Ctrl-D or /exit leaves)", "dim", console=render.err

@@ -14,38 +14,36 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, Self
 
-import orjson
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from websockets.sync.client import connect
 from websockets.sync.connection import Connection
 
-from adapters.control.frames import PROTOCOL_VERSION, Scope
-from adapters.security.host_key import sign_proof
-from domain.errors import LedgerclawError
+from adapters.control.frames import Scope
+from adapters.control.gateway_wire import (
+    CLIENT_NAME,
+    DEFAULT_TIMEOUT,
+    MAX_ANSWER_BYTES,
+    GatewayError,
+    GatewayGoneError,
+    answer_payload,
+    challenge_nonce,
+    connect_params,
+    control_url,
+    decode_frame,
+    gone,
+    request_frame,
+)
 
-DEFAULT_TIMEOUT = 10.0
-MAX_ANSWER_BYTES = 16 * 1024 * 1024
-CLIENT_NAME = "ledgerclaw"
-
-
-class GatewayError(LedgerclawError):
-    """The daemon refused a request; `code` names why, `retryable` whether to try again."""
-
-    def __init__(
-        self, code: str, message: str, *, retryable: bool = False, retry_after_ms: int | None = None
-    ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.retryable = retryable
-        self.retry_after_ms = retry_after_ms
-
-
-class GatewayGoneError(LedgerclawError):
-    """The daemon did not answer in time, or closed the connection, or is not a daemon."""
-
-    exit_code = 3
+__all__ = [
+    "CLIENT_NAME",
+    "DEFAULT_TIMEOUT",
+    "MAX_ANSWER_BYTES",
+    "GatewayClient",
+    "GatewayError",
+    "GatewayGoneError",
+]
 
 
 class GatewayClient:
@@ -74,7 +72,7 @@ class GatewayClient:
         """Connect to the daemon on `port` with a proof signed by `key`, or with `token`."""
         try:
             websocket = connect(
-                f"ws://127.0.0.1:{port}/control",
+                control_url(port),
                 open_timeout=timeout,
                 close_timeout=1,
                 max_size=MAX_ANSWER_BYTES,
@@ -102,24 +100,8 @@ class GatewayClient:
         scopes: tuple[Scope, ...] | None,
     ) -> None:
         challenge = self._receive(time.monotonic() + self._timeout)
-        nonce = challenge.get("payload", {}).get("nonce")
-        if challenge.get("event") != "connect.challenge" or not isinstance(nonce, str):
-            msg = f"port {port} did not send a ledgerclaw challenge"
-            raise GatewayGoneError(msg)
-        params: dict[str, Any] = {
-            "min_protocol": PROTOCOL_VERSION,
-            "max_protocol": PROTOCOL_VERSION,
-            "client": {"name": CLIENT_NAME},
-        }
-        if scopes is not None:
-            params["scopes"] = [str(s) for s in scopes]
-        if token is not None:
-            params["token"] = token
-        else:
-            if key is None:
-                msg = "a gateway client needs a host key or a device token"
-                raise ValueError(msg)
-            params["proof"] = sign_proof(key, nonce, operation).model_dump()
+        nonce = challenge_nonce(challenge, port)
+        params = connect_params(nonce, key=key, operation=operation, token=token, scopes=scopes)
         self.hello = self.call("connect", params)
 
     # -- talking ---------------------------------------------------------------------------
@@ -127,10 +109,9 @@ class GatewayClient:
     def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Send one request and return its payload; a refusal raises GatewayError."""
         request_id = next(self._ids)
-        frame = {"type": "req", "id": request_id, "method": method, "params": params or {}}
         deadline = time.monotonic() + self._timeout
         try:
-            self._websocket.send(orjson.dumps(frame).decode())
+            self._websocket.send(request_frame(request_id, method, params))
             while True:
                 answer = self._receive(deadline)
                 if answer.get("type") == "event":
@@ -138,18 +119,8 @@ class GatewayClient:
                 elif answer.get("type") == "res" and answer.get("id") == request_id:
                     break
         except ConnectionClosed as closed:
-            raise _gone(closed) from None
-        payload = answer.get("payload", {})
-        if answer.get("ok") is True and isinstance(payload, dict):
-            return cast("dict[str, Any]", payload)
-        error = answer.get("error")
-        error = error if isinstance(error, dict) else {}
-        raise GatewayError(
-            str(error.get("code", "unknown")),
-            str(error.get("message", "refused")),
-            retryable=bool(error.get("retryable", False)),
-            retry_after_ms=error.get("retry_after_ms"),
-        )
+            raise gone(closed) from None
+        return answer_payload(answer)
 
     def events(self, timeout: float = 0.0) -> Iterator[dict[str, Any]]:
         """The events received so far, then those arriving within `timeout` seconds."""
@@ -188,18 +159,5 @@ class GatewayClient:
             msg = "the daemon did not answer in time"
             raise GatewayGoneError(msg) from None
         except ConnectionClosed as closed:
-            raise _gone(closed) from None
-        try:
-            frame = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            frame = None
-        if not isinstance(frame, dict):
-            msg = "the daemon sent a frame that is not a JSON object"
-            raise GatewayGoneError(msg)
-        return frame
-
-
-def _gone(closed: ConnectionClosed) -> GatewayGoneError:
-    received = closed.rcvd
-    why = f" ({received.code} {received.reason})" if received is not None else ""
-    return GatewayGoneError(f"the daemon closed the connection{why}")
+            raise gone(closed) from None
+        return decode_frame(raw)
