@@ -203,7 +203,7 @@ def agent_methods(host: AgentHost, log: EventLog) -> dict[str, ControlMethod]:
         return {"session_id": str(host.create())}
 
     async def listing(_params: dict[str, Any]) -> dict[str, Any]:
-        return {"sessions": host.sessions()}
+        return {"sessions": await anyio.to_thread.run_sync(host.sessions)}
 
     async def send(params: dict[str, Any]) -> dict[str, Any]:
         wanted = _parse(_Send, params)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
+
 from eventsourcing.persistence import StoredEvent
 
 from adapters.journal.mapper import CatalogMapper, OrjsonTranscoder
 from domain.base import DomainEvent
 from domain.ids import SessionId
-from domain.ports import EventLog
+from domain.ports import EventLog, LoggedEvent
 
 
 def decoded_stream(
@@ -16,13 +18,18 @@ def decoded_stream(
     """The session's events after version `after` (the first `limit`), decoded in order."""
     mapper = CatalogMapper(transcoder=OrjsonTranscoder())
     return [
-        mapper.to_domain_event(
-            StoredEvent(
-                originator_id=session_id.as_uuid(),
-                originator_version=logged.version,
-                topic=logged.topic,
-                state=logged.state,
-            )
-        )
-        for logged in log.stream(session_id.hex, after=after, limit=limit)
+        decoded(logged, mapper) for logged in log.stream(session_id.hex, after=after, limit=limit)
     ]
+
+
+def decoded(logged: LoggedEvent, mapper: CatalogMapper | None = None) -> DomainEvent:
+    """One stored event as its domain event."""
+    mapper = mapper or CatalogMapper(transcoder=OrjsonTranscoder())
+    return mapper.to_domain_event(
+        StoredEvent(
+            originator_id=uuid.UUID(hex=logged.stream_id),
+            originator_version=logged.version,
+            topic=logged.topic,
+            state=logged.state,
+        )
+    )

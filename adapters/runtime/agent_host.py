@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import uuid
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from adapters.hosting.claims import Claim, SessionClaims
-from adapters.journal.events import decoded_stream
+from adapters.journal.events import decoded, decoded_stream
 from adapters.pipeline.context import RunScope
 from adapters.pipeline.dispatcher import Dispatcher
 from adapters.runtime.agent_driver import AgentDriver, AgentHooks
@@ -45,7 +46,7 @@ from domain.attachments.admission import AttachmentLimits
 from domain.errors import LedgerclawError
 from domain.ids import RunId, SessionId
 from domain.ports import Clock, EventLog, Journal, ModelProvider
-from domain.session.events import MessageAppended
+from domain.session.events import MessageAppended, SessionClosed, SessionOpened
 from domain.session.opening import SessionOpening
 from domain.values.audience import Audience, SessionKind
 from domain.values.conversation import MessageRole
@@ -231,15 +232,28 @@ class AgentHost:
         ]
 
     def sessions(self) -> list[dict[str, Any]]:
-        """The agent sessions hosted now, and whether a run works in each."""
-        return [
-            {
-                "session_id": str(h.session_id),
-                "running": h.driver is not None,
-                "run_id": None if h.driver is None else str(h.driver.scope.run_id),
-            }
-            for h in self._hosted.values()
-        ]
+        """Every open agent session of this daemon, oldest first, and whether a run works.
+
+        Read from the journal, so a session opened before the daemon restarted is listed
+        too (it is taken up again by the first request that names it).
+        """
+        listed = []
+        for span in self.log.opened(SessionOpened.TOPIC):
+            opened = decoded(span.first)
+            key = getattr(opened, "session_key", "")
+            if not key.startswith(GATEWAY_PREFIX) or span.last.topic == SessionClosed.TOPIC:
+                continue
+            session_id = SessionId.from_uuid(uuid.UUID(hex=span.first.stream_id))
+            hosted = self._hosted.get(session_id)
+            driver = None if hosted is None else hosted.driver
+            listed.append(
+                {
+                    "session_id": str(session_id),
+                    "running": driver is not None,
+                    "run_id": None if driver is None else str(driver.scope.run_id),
+                }
+            )
+        return listed
 
     async def stop(self, grace: float) -> int:
         """Let runs finish within `grace` seconds, then end the rest `shutdown`; how many."""

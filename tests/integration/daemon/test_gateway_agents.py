@@ -242,3 +242,27 @@ def test_history_pages_back_from_the_end_and_before_and_after_do_not_mix(
     assert all(len(page) == 4 for page in pages[1:])
     assert "bad_control_request" == both.value.code
     assert "after or before" in str(both.value)
+
+
+def test_sessions_opened_before_a_restart_are_listed_and_closed_ones_are_not(
+    tmp_path: Path, work: Path
+) -> None:
+    """sessions.list reads the journal: after a restart it still names the open session."""
+    home = agent_home(tmp_path, work, [])
+    daemon = start_daemon(home)
+    with gateway(daemon) as client:
+        kept = client.call("sessions.create")["session_id"]
+        gone = client.call("sessions.create")["session_id"]
+        client.call("sessions.close", {"session": gone})
+        before = client.call("sessions.list")["sessions"]
+    assert 0 == daemon.stop()
+    again = start_daemon(home, port=daemon.port)
+    try:
+        with gateway(again) as client:
+            after = client.call("sessions.list")["sessions"]
+    finally:
+        assert 0 == again.stop()
+
+    expected = [{"session_id": kept, "running": False, "run_id": None}]
+    assert expected == before
+    assert expected == after
