@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from cli.chat_tui.conversation import Conversation
 from cli.chat_tui.entries import Notice, Streaming
 from cli.chat_tui.lines import render
 from cli.chat_tui.widgets import ApprovalBox, EntryLine, ToolLine
+from tests.chat_rig import WAIT as CHAT_WAIT
 from tests.chat_rig import (
     answer_step,
     attach_step,
@@ -117,6 +119,18 @@ def history(daemon: RunningDaemon, session: str) -> list[dict[str, Any]]:
             "chat.history", {"session": session, "limit": 500}
         )["events"]
     return rows
+
+
+def ended_twice(daemon: RunningDaemon, session: str) -> list[dict[str, Any]]:
+    """The session's history once two of its runs have ended."""
+    deadline = time.monotonic() + CHAT_WAIT
+    while time.monotonic() < deadline:
+        rows = history(daemon, session)
+        if sum(r["event"] == "session.run_ended" for r in rows) >= 2:
+            return rows
+        time.sleep(0.05)
+    msg = f"two runs of {session} did not end within {CHAT_WAIT} s"
+    raise AssertionError(msg)
 
 
 @pytest.fixture
@@ -335,11 +349,14 @@ async def test_a_restarted_daemon_is_rejoined_and_nothing_is_shown_twice(
             await chat.until_shown("(waiting for the daemon)")
             daemon = await asyncio.to_thread(start_daemon, home, daemon.port)
             await chat.until(lambda: chat.shown().count("Hi.") == 2, "the second answer")
+            # The answer may show first as its streamed preview: wait for the journal's end.
+            rows = await asyncio.to_thread(ended_twice, daemon, session)
+            last = rows[-1]["position"]
+            await chat.until(lambda: chat.conversation().position == last, "the journal's end")
             conversation = chat.conversation()
             shown = [render(e).plain for e in conversation.entries if not isinstance(e, Notice)]
             notices = [e.text for e in conversation.entries if isinstance(e, Notice)]
             position = conversation.position
-            rows = await asyncio.to_thread(history, daemon, session)
     finally:
         daemon.stop(signal.SIGKILL)
 
