@@ -11,9 +11,10 @@ import pytest
 from adapters.errors import HomeError
 from adapters.home import HOME_ENV, resolve_home, select_home
 from adapters.journal.journal import SqliteJournal
+from cli.app import app
 from cli.global_options import hoisted
 from tests.builders import write_sample_session
-from tests.cli_runner import invoke
+from tests.cli_runner import invoke, runner
 
 
 def sample_home(root: Path, key: str) -> Path:
@@ -120,9 +121,10 @@ def test_a_relative_ledgerclaw_home_is_refused_by_name(
     monkeypatch.setenv(HOME_ENV, "relative/home")
     monkeypatch.chdir(tmp_path)
 
-    code, out, err = invoke(*command)
+    result = runner.invoke(app, list(command))
+    code, out, err = result.exit_code, result.stdout, result.stderr
 
-    assert 3 == code
+    assert 3 == code, (out, err, repr(result.exception))
     assert "" == out
     expected = (
         f"error: {HOME_ENV}=relative/home is a relative path; set it to an absolute path,"
