@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any, Final, Self
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake
+from websockets.exceptions import ConnectionClosed
 
 from adapters.control.frames import Scope
 from adapters.control.gateway_wire import (
@@ -36,6 +36,7 @@ from adapters.control.gateway_wire import (
     control_url,
     decode_frame,
     gone,
+    opening,
     request_frame,
 )
 
@@ -90,7 +91,7 @@ class AsyncGatewayClient:
             GatewayGoneError: something answered, but not as a daemon, or not in time.
             GatewayError: the daemon refused `connect` (a bad proof or token, …).
         """
-        try:
+        with opening(port):
             websocket = await connect(
                 control_url(port),
                 open_timeout=timeout,
@@ -98,11 +99,6 @@ class AsyncGatewayClient:
                 max_size=MAX_ANSWER_BYTES,
                 proxy=None,
             )
-        except (ConnectionRefusedError, FileNotFoundError):
-            raise  # nothing listens: the caller knows whether that means no daemon
-        except (TimeoutError, InvalidHandshake, OSError) as error:
-            msg = f"no gateway answered on port {port}: {error}"
-            raise GatewayGoneError(msg) from None
         client = cls(websocket, timeout)
         try:
             await client._handshake(

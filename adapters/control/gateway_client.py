@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any, Self
 
-from websockets.exceptions import ConnectionClosed, InvalidHandshake
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 from websockets.sync.connection import Connection
 
@@ -33,6 +33,7 @@ from adapters.control.gateway_wire import (
     control_url,
     decode_frame,
     gone,
+    opening,
     request_frame,
 )
 
@@ -70,7 +71,7 @@ class GatewayClient:
         timeout: float = DEFAULT_TIMEOUT,
     ) -> GatewayClient:
         """Connect to the daemon on `port` with a proof signed by `key`, or with `token`."""
-        try:
+        with opening(port):
             websocket = connect(
                 control_url(port),
                 open_timeout=timeout,
@@ -78,11 +79,6 @@ class GatewayClient:
                 max_size=MAX_ANSWER_BYTES,
                 proxy=None,
             )
-        except (ConnectionRefusedError, FileNotFoundError):
-            raise  # nothing listens: the caller knows whether that means no daemon
-        except (TimeoutError, InvalidHandshake, OSError) as error:
-            msg = f"no gateway answered on port {port}: {error}"
-            raise GatewayGoneError(msg) from None
         client = cls(websocket, timeout)
         try:
             client._handshake(port, key, operation, token, scopes)

@@ -8,10 +8,12 @@ turns a refusal into a `GatewayError`. See docs/gateway.md.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, cast
 
 import orjson
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from adapters.control.frames import PROTOCOL_VERSION, Scope
 from adapters.security.host_key import sign_proof
@@ -43,6 +45,22 @@ class GatewayGoneError(LedgerclawError):
 def control_url(port: int) -> str:
     """The control socket of the daemon listening on `port` of this host."""
     return f"ws://127.0.0.1:{port}/control"
+
+
+@contextmanager
+def opening(port: int) -> Iterator[None]:
+    """Open a client's socket inside this: what fails is told as the clients tell it.
+
+    Nothing listening stays ConnectionRefusedError (the caller knows whether that means no
+    daemon); anything else that answers badly, or not in time, is GatewayGoneError.
+    """
+    try:
+        yield
+    except (ConnectionRefusedError, FileNotFoundError):
+        raise
+    except (TimeoutError, InvalidHandshake, OSError) as error:
+        msg = f"no gateway answered on port {port}: {error}"
+        raise GatewayGoneError(msg) from None
 
 
 def request_frame(request_id: str, method: str, params: dict[str, Any] | None) -> str:

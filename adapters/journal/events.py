@@ -16,7 +16,7 @@ def decoded_stream(
     log: EventLog, session_id: SessionId, *, after: int = 0, limit: int | None = None
 ) -> list[DomainEvent]:
     """The session's events after version `after` (the first `limit`), decoded in order."""
-    mapper = CatalogMapper(transcoder=OrjsonTranscoder())
+    mapper = event_mapper()
     return [
         decoded(logged, mapper) for logged in log.stream(session_id.hex, after=after, limit=limit)
     ]
@@ -24,8 +24,7 @@ def decoded_stream(
 
 def decoded(logged: LoggedEvent, mapper: CatalogMapper | None = None) -> DomainEvent:
     """One stored event as its domain event."""
-    mapper = mapper or CatalogMapper(transcoder=OrjsonTranscoder())
-    return mapper.to_domain_event(
+    return (mapper or event_mapper()).to_domain_event(
         StoredEvent(
             originator_id=uuid.UUID(hex=logged.stream_id),
             originator_version=logged.version,
@@ -33,3 +32,8 @@ def decoded(logged: LoggedEvent, mapper: CatalogMapper | None = None) -> DomainE
             state=logged.state,
         )
     )
+
+
+def event_mapper() -> CatalogMapper:
+    """The mapper that decodes stored events; one per batch of reads."""
+    return CatalogMapper(transcoder=OrjsonTranscoder())

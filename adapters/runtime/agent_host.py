@@ -25,7 +25,7 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from adapters.hosting.claims import Claim, SessionClaims
-from adapters.journal.events import decoded, decoded_stream
+from adapters.journal.events import decoded, decoded_stream, event_mapper
 from adapters.pipeline.context import RunScope
 from adapters.pipeline.dispatcher import Dispatcher
 from adapters.runtime.agent_driver import AgentDriver, AgentHooks
@@ -237,9 +237,9 @@ class AgentHost:
         Read from the journal, so a session opened before the daemon restarted is listed
         too (it is taken up again by the first request that names it).
         """
-        listed = []
+        listed, mapper = [], event_mapper()
         for span in self.log.opened(SessionOpened.TOPIC):
-            opened = decoded(span.first)
+            opened = decoded(span.first, mapper)
             key = getattr(opened, "session_key", "")
             if not key.startswith(GATEWAY_PREFIX) or span.last.topic == SessionClosed.TOPIC:
                 continue
