@@ -18,6 +18,7 @@ from domain.agent.failover import Candidate
 from domain.agent.replies import ModelReply, ModelRequest
 from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
 from domain.devices.aggregate import DeviceRegistry
+from domain.upstream.aggregate import UpstreamServer
 from domain.ids import SessionId
 from domain.session.aggregate import Session
 from domain.session.opening import SessionOpening
@@ -93,6 +94,14 @@ class Journal(Protocol):
 
     def update_devices(self, command: Callable[[DeviceRegistry], T]) -> T:
         """Run `command` on the latest registry and store what it triggered, atomically."""
+        ...
+
+    def upstream_server(self, name: str) -> UpstreamServer | None:
+        """What the journal knows of the upstream server called `name`, None if nothing."""
+        ...
+
+    def update_upstream_server(self, name: str, command: Callable[[UpstreamServer], T]) -> T:
+        """Run `command` on the latest stream of server `name` and store its events atomically."""
         ...
 
     def close(self) -> None:

@@ -12,10 +12,21 @@ from domain.devices.events import DEVICE_EVENTS
 from domain.session.agent_events import AGENT_EVENTS
 from domain.session.aggregate import Session
 from domain.session.events import SESSION_EVENTS
+from domain.upstream.aggregate import UpstreamServer
+from domain.upstream.events import UPSTREAM_EVENTS
 
-AGGREGATES: tuple[type[Aggregate], ...] = (Session, DeviceRegistry)
-EVENT_TYPES: tuple[type[DomainEvent], ...] = (*SESSION_EVENTS, *AGENT_EVENTS, *DEVICE_EVENTS)
-SNAPSHOT_TYPES: tuple[type[DomainEvent], ...] = (Session.Snapshot, DeviceRegistry.Snapshot)
+AGGREGATES: tuple[type[Aggregate], ...] = (Session, DeviceRegistry, UpstreamServer)
+EVENT_TYPES: tuple[type[DomainEvent], ...] = (
+    *SESSION_EVENTS,
+    *AGENT_EVENTS,
+    *DEVICE_EVENTS,
+    *UPSTREAM_EVENTS,
+)
+SNAPSHOT_TYPES: tuple[type[DomainEvent], ...] = (
+    Session.Snapshot,
+    DeviceRegistry.Snapshot,
+    UpstreamServer.Snapshot,
+)
 
 
 def events_by_topic() -> dict[str, type[DomainEvent]]:

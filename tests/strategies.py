@@ -60,6 +60,14 @@ from domain.session.events import (
 )
 from domain.session.opening import SessionOpening
 from domain.shell.confinement import Confinement, SandboxMode
+from domain.upstream.aggregate import UpstreamServer
+from domain.upstream.catalog import ToolDigest, UpstreamTool
+from domain.upstream.events import (
+    UpstreamCatalogChanged,
+    UpstreamServerCreated,
+    UpstreamStateChanged,
+)
+from domain.upstream.states import FailureClass, ServerState
 from domain.values.audience import Audience, SessionKind
 from domain.values.authorization import (
     ApprovalMode,
@@ -325,6 +333,7 @@ def confinements(draw: st.DrawFn) -> Confinement:
 
 _SESSION_TOPIC = get_topic(Session)
 _REGISTRY_TOPIC = get_topic(DeviceRegistry)
+_UPSTREAM_TOPIC = get_topic(UpstreamServer)
 
 
 def _event(
@@ -612,6 +621,37 @@ EVENT_STRATEGIES: dict[type[DomainEvent], st.SearchStrategy[Any]] = {
     ),
     DeviceSeen: _event(DeviceSeen, device_id=device_ids(), seen_at=utc_datetimes()),
     DeviceRevoked: _event(DeviceRevoked, device_id=device_ids(), revoked_at=utc_datetimes()),
+    UpstreamServerCreated: _created(
+        UpstreamServerCreated, _UPSTREAM_TOPIC, name=st.from_regex(r"\A[a-z0-9][a-z0-9_-]{0,31}\Z")
+    ),
+    UpstreamStateChanged: _event(
+        UpstreamStateChanged,
+        state=st.sampled_from(ServerState),
+        reason=details(),
+        failure=st.none() | st.sampled_from(FailureClass),
+        next_retry_at=st.none() | utc_datetimes(),
+        failures=st.integers(0, 1000),
+        changed_at=utc_datetimes(),
+    ),
+    UpstreamCatalogChanged: _event(
+        UpstreamCatalogChanged,
+        tools=st.lists(
+            st.builds(
+                UpstreamTool,
+                name=st.from_regex(r"\A[A-Za-z0-9_.-]{1,40}\Z"),
+                description=st.text(max_size=80),
+                input_schema=st.just({"type": "object"}),
+                read_only=st.booleans(),
+            ),
+            max_size=3,
+        ).map(tuple),
+        digests=st.lists(
+            st.builds(ToolDigest, name=st.text(min_size=1, max_size=20), digest=hex_digests()),
+            max_size=3,
+        ).map(tuple),
+        added=st.lists(st.text(min_size=1, max_size=20), max_size=3).map(tuple),
+        listed_at=utc_datetimes(),
+    ),
 }
 """One strategy per event type of the catalog; a test checks that none is missing."""
 

@@ -104,7 +104,7 @@ def load_config(path: Path) -> Config:
         )
         raise PersistenceNotConfigurableError(msg)
     config = _validate(Config, data, f"config {path}", secret=False)
-    problems = unknown_names(config.tools, tool_catalog())
+    problems = unknown_names(config.tools, tool_catalog(), config.mcp.servers)
     problems += unknown_models(config.agent, config.models)
     if problems:
         listed = "; ".join(f"{_dotted(loc)}: {problem}" for loc, problem in problems)

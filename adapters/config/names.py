@@ -7,7 +7,7 @@ Adapter layer. A misspelt tool name would otherwise leave the real tool exposed 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import orjson
 
@@ -18,13 +18,23 @@ from domain.tools.registry import ToolRegistry
 Location = tuple[int | str, ...]
 
 
-def unknown_names(tools: ToolSettings, catalog: ToolRegistry) -> list[tuple[Location, str]]:
+def unknown_names(
+    tools: ToolSettings, catalog: ToolRegistry, servers: Iterable[str] = ()
+) -> list[tuple[Location, str]]:
     """Every tool or feature gate the `[tools]` section names that is not registered.
+
+    A name `SERVER/...` (a tool or a glob) is known when `SERVER` is a configured upstream
+    server: its catalog is the server's to list, at run time.
 
     Returns:
         The key of each unknown name and what is wrong with it, in file order.
     """
     names = [definition.name for definition in catalog]
+    names += [
+        name
+        for name in (*tools.approval, *_audience_names(tools))
+        if name.partition("/")[0] in set(servers) and "/" in name
+    ]
     gates = sorted({gate for definition in catalog for gate in definition.feature_gates})
     problems: list[tuple[Location, str]] = [
         (("tools", "approval", name), f"unknown tool{_hint(name, names, 'tools')}")
@@ -44,6 +54,14 @@ def unknown_names(tools: ToolSettings, catalog: ToolRegistry) -> list[tuple[Loca
         if gate not in gates
     ]
     return problems
+
+
+def _audience_names(tools: ToolSettings) -> list[str]:
+    return [
+        name
+        for setting in tools.audiences.values()
+        for name in (*(setting.allow or ()), *setting.deny)
+    ]
 
 
 def unknown_models(

@@ -44,6 +44,7 @@ from adapters.journal.identity import prepare_journal_file
 from adapters.settings.journal import JournalSettings
 from domain.base import Aggregate
 from domain.devices.aggregate import REGISTRY_ID, DeviceRegistry
+from domain.upstream.aggregate import UpstreamServer, server_stream
 from domain.errors import DomainError
 from domain.ids import SessionId
 from domain.ports import BatchOutcome, Clock
@@ -182,6 +183,23 @@ class EventJournal:
     def update_devices(self, command: Callable[[DeviceRegistry], T]) -> T:
         """Run `command` on the latest registry and store its events atomically."""
         return self._update(REGISTRY_ID, self.devices, command)
+
+    # -- upstream servers ------------------------------------------------------------------
+
+    def upstream_server(self, name: str) -> UpstreamServer | None:
+        """What the journal knows of the upstream server called `name`, None if nothing."""
+        try:
+            return self._get(UpstreamServer, server_stream(name), None, f"upstream server {name}")
+        except UnknownSessionError:
+            return None
+
+    def update_upstream_server(self, name: str, command: Callable[[UpstreamServer], T]) -> T:
+        """Run `command` on the latest stream of server `name` and store its events atomically."""
+
+        def load() -> UpstreamServer:
+            return self.upstream_server(name) or UpstreamServer.create(name)
+
+        return self._update(server_stream(name), load, command)
 
     # -- plumbing --------------------------------------------------------------------------
 

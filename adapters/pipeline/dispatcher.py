@@ -86,6 +86,7 @@ class Dispatcher:
         self._environment = dict(os.environ)
         # Exposure depends only on configuration, audience and loaded tools.
         self._exposure_cache: dict[tuple[Audience, frozenset[str]], dict[str, Visibility]] = {}
+        self._cache_generation = tools.generation
 
     # -- entry points ----------------------------------------------------------------------
 
@@ -152,6 +153,10 @@ class Dispatcher:
     def _views(self, audience: Audience, loaded: frozenset[str]) -> dict[str, Visibility]:
         """Every tool's visibility for an audience and loaded set, computed once per pair."""
         key = (audience, loaded)
+        if self._cache_generation != self.tools.generation:
+            # The tool set changed (an upstream catalog): every view is made again.
+            self._exposure_cache.clear()
+            self._cache_generation = self.tools.generation
         found = self._exposure_cache.get(key)
         if found is None:
             views = exposure(self.tools.registry, self.policy.exposure, audience, loaded)

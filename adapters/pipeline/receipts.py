@@ -40,6 +40,7 @@ def receipt_of(output: ToolOutput, spill_id: SpillId | None, secrets: Iterable[s
         confinement=output.confinement,
         problems=(output.problems or _text_problem(output.text, secrets)) if invalid else (),
         shell=output.shell if output.outcome in RAN_OUTCOMES else None,
+        upstream=output.upstream,
     )
 
 

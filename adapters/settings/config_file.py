@@ -8,6 +8,7 @@ from adapters.settings.agent import AgentSettings, ModelSettings
 from adapters.settings.attachments import AttachmentSettings
 from adapters.settings.daemon import DaemonSettings
 from adapters.settings.journal import JournalSettings
+from adapters.settings.mcp import McpSettings
 from adapters.settings.tools import ToolSettings
 
 
@@ -22,3 +23,4 @@ class Config(BaseModel):
     agent: AgentSettings = AgentSettings()
     models: dict[str, ModelSettings] = {}
     attachments: AttachmentSettings = AttachmentSettings()
+    mcp: McpSettings = McpSettings()

@@ -1,4 +1,4 @@
-"""The shape of `secrets.toml`: values to redact and models' credential profiles; adapter layer."""
+"""The shape of `secrets.toml`: redacted values, models' and upstreams' credentials; adapters."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Annotated, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from adapters.settings.agent import Name
+from adapters.settings.mcp import HeaderName, ServerName
 from adapters.settings.tools import MIN_SECRET_LENGTH
 
 Secret = Annotated[str, Field(min_length=MIN_SECRET_LENGTH)]
@@ -37,6 +38,17 @@ class CredentialProfile(BaseModel):
         return self
 
 
+class UpstreamSecrets(BaseModel):
+    """`[mcp.NAME]`: the credentials one upstream http server is reached with."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bearer_token: Secret | None = None
+    """Sent as `Authorization: Bearer ...` on every request."""
+    headers: dict[HeaderName, Secret] = {}
+    """Secret headers, such as an API key header."""
+
+
 class SecretsFile(BaseModel):
     """The whole of secrets.toml."""
 
@@ -44,8 +56,15 @@ class SecretsFile(BaseModel):
 
     redact: RedactSettings = RedactSettings()
     profiles: dict[Name, CredentialProfile] = {}
+    mcp: dict[ServerName, UpstreamSecrets] = {}
 
     def redacted_values(self) -> tuple[str, ...]:
         """Every value this file keeps secret: the `[redact]` values and the profiles' keys."""
         keys = tuple(p.api_key for p in self.profiles.values() if p.api_key is not None)
-        return (*self.redact.values, *keys)
+        upstream = tuple(
+            value
+            for server in self.mcp.values()
+            for value in (server.bearer_token, *server.headers.values())
+            if value is not None
+        )
+        return (*self.redact.values, *keys, *upstream)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -30,6 +30,7 @@ from domain.values.receipts import (
     OutcomeCategory,
     RemediationCode,
     ShellRun,
+    UpstreamCall,
 )
 
 MAX_ARGUMENT_TEXT = 1_000_000
@@ -131,13 +132,22 @@ class ToolOutput(Value):
     """For a shell command that ran: what its receipt records of it."""
     attachment: Sent | None = None
     """For a file attached to the reply: what its `attachment_sent` event records."""
+    upstream: UpstreamCall | None = None
+    """For a call of an upstream server's tool: its server and the class of its failure."""
 
 
 class Tool(Protocol):
     """A first-party or imported tool the dispatcher can run."""
 
-    definition: ClassVar[ToolDefinition]
-    arguments: ClassVar[type[Arguments]]
+    @property
+    def definition(self) -> ToolDefinition:
+        """What the model and the pipeline read of the tool (a class attribute, first-party)."""
+        ...
+
+    @property
+    def arguments(self) -> type[BaseModel]:
+        """The model a call's arguments are decoded with."""
+        ...
 
     def assess(self, arguments: Any) -> CallAssessment:  # noqa: ANN401 - each tool's own model
         """Name the targets of a call and any tool-specific policy facts."""

@@ -29,6 +29,7 @@ from domain.values.receipts import (
     OutcomeCategory,
     RemediationCode,
     ShellRun,
+    UpstreamCall,
 )
 from domain.values.runs import RunEndReason, SessionCloseReason
 
@@ -208,7 +209,10 @@ class ToolReceiptRecorded(SessionEvent):
         "shell.output_bytes",
         "confinement.confined",
         "confinement.mode",
+        "upstream.server",
+        "upstream.failure",
     )
+    SPARSE_FIELDS: ClassVar[tuple[str, ...]] = ("upstream",)
 
     run_id: RunId
     attempt_id: AttemptId
@@ -225,6 +229,8 @@ class ToolReceiptRecorded(SessionEvent):
     """For invalid input: each field that was wrong and why."""
     shell: ShellRun | None = None
     """For a shell command that ran: its command, working directory, exit, duration, output."""
+    upstream: UpstreamCall | None = None
+    """For a call of an upstream server's tool: the server, the tool, the failure's class."""
 
 
 class AttemptOutcomeMarkedUnknown(SessionEvent):

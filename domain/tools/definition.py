@@ -9,6 +9,7 @@ from pydantic import Field, JsonValue, model_validator
 
 from domain.base import Value
 from domain.text import ShortText, Text
+from domain.values.audience import Audience
 from domain.values.authorization import ApprovalMode
 from domain.values.conversation import ToolName
 
@@ -72,6 +73,8 @@ class ToolDefinition(Value):
     approval_mode: ApprovalMode | None = None
     effects: ToolEffects = Field(default_factory=ToolEffects)
     """What a call may do outside the session; clients read it as MCP annotations."""
+    audiences: frozenset[Audience] | None = None
+    """The audiences whose sessions may see the tool at all; None for every audience."""
 
     def model_schema(self) -> dict[str, JsonValue]:
         """The function definition a chat-completions request carries."""

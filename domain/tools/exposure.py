@@ -7,6 +7,7 @@ call, and a hidden tool is refused before any authorization starts.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from fnmatch import fnmatchcase
 
 from pydantic import Field
 
@@ -24,10 +25,27 @@ hidden tool."""
 
 
 class AudienceTools(Value):
-    """The tools one audience may see: all registered (allow None) or a named set, minus deny."""
+    """The tools one audience may see: all registered (allow None) or a named set, minus deny.
+
+    A name with `*`, `?` or `[` is a glob: `time/*` names every tool of the server `time`.
+    """
 
     allow: frozenset[ShortText] | None = None
     deny: frozenset[ShortText] = frozenset()
+
+    def allows(self, name: str) -> bool:
+        """Whether `name` is in the allowed set (every name when it is unset)."""
+        return self.allow is None or _named(name, self.allow)
+
+    def denies(self, name: str) -> bool:
+        """Whether `name` is denied."""
+        return _named(name, self.deny)
+
+
+def _named(name: str, names: frozenset[str]) -> bool:
+    if name in names:
+        return True
+    return any(fnmatchcase(name, n) for n in names if any(c in n for c in "*?["))
 
 
 def _default_audiences() -> dict[Audience, AudienceTools]:
@@ -86,9 +104,11 @@ def _hidden_because(
     missing = sorted(definition.feature_gates - policy.features)
     if missing:
         return f"feature gate {', '.join(missing)} is off"
-    if rules.allow is not None and definition.name not in rules.allow:
+    if definition.audiences is not None and audience not in definition.audiences:
         return f"not offered to {audience} sessions"
-    if definition.name in rules.deny:
+    if not rules.allows(definition.name):
+        return f"not offered to {audience} sessions"
+    if rules.denies(definition.name):
         return f"denied for {audience} sessions"
     if policy.approval_mode(definition) is ApprovalMode.DENY:
         return "approval mode is deny"

@@ -23,6 +23,10 @@ class ToolRegistry:
             raise DuplicateToolError(msg)
         self._definitions[definition.name] = definition
 
+    def unregister(self, name: str) -> None:
+        """Remove the definition named `name`, if there is one."""
+        self._definitions.pop(name, None)
+
     def get(self, name: str) -> ToolDefinition:
         """The definition named `name`, or UnknownToolError."""
         try:

@@ -128,6 +128,20 @@ RAN_OUTCOMES = frozenset({OutcomeCategory.SUCCESS, OutcomeCategory.TRANSIENT_FAI
 """Outcomes of a shell command that started: it exited (success) or timed out."""
 
 
+class UpstreamCall(Value):
+    """Which upstream MCP server a call went to, and how its answer was classified."""
+
+    server: ShortText
+    tool: ShortText
+    """The tool's own name on the server."""
+    failure: ShortText | None = None
+    """`tool_error`, `transport_or_session` or `application_error`; None for a plain result."""
+    status: int | None = None
+    """The HTTP status of an application error, when the server answered with one."""
+    delivered: bool | None = None
+    """For a transport failure: False when the request cannot have reached the server."""
+
+
 class ToolReceipt(Value):
     """Trusted internal facts about one completed invocation attempt."""
 
@@ -144,6 +158,8 @@ class ToolReceipt(Value):
     """For invalid input: which fields were wrong and why."""
     shell: ShellRun | None = None
     """For a shell command that started: the command, where and how it ran."""
+    upstream: UpstreamCall | None = None
+    """For a call of an upstream server's tool: the server, and the class of its failure."""
 
     @model_validator(mode="after")
     def _check_payload(self) -> Self:

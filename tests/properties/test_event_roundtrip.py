@@ -30,6 +30,8 @@ from domain.session.events import (
     ToolReceiptRecorded,
 )
 from domain.topics import EVENT_TYPES
+from domain.upstream.aggregate import UpstreamServer
+from domain.upstream.events import UpstreamServerCreated
 from domain.values.conversation import ChatMessage, MessageRole, ToolCallRequest
 from tests import strategies
 
@@ -37,6 +39,7 @@ MAPPER = CatalogMapper(transcoder=OrjsonTranscoder())
 CREATED_EVENTS: dict[type[DomainEvent], type[Aggregate]] = {
     SessionOpened: Session,
     DeviceRegistryCreated: DeviceRegistry,
+    UpstreamServerCreated: UpstreamServer,
 }
 MODULE_PREFIXES = ("domain.", "adapters.", "projections.", "cli.", "tests.")
 

@@ -1,0 +1,1 @@
+"""Upstream MCP servers: their connections, catalogs and governed tools; adapter layer."""
