@@ -1,7 +1,13 @@
-"""`ledgerclaw daemon run|pair|status` and `ledgerclaw mcp serve`; CLI layer."""
+"""`ledgerclaw daemon run|pair|status` and `ledgerclaw mcp serve|list|status|tools|reload|auth`.
+
+CLI layer. The upstream commands load their API when they run, so that the MCP SDK it needs
+is not imported by every other command.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import webbrowser
 from pathlib import Path
 
 import anyio
@@ -12,11 +18,11 @@ from adapters.config.loading import check_config
 from adapters.daemon.logs import configure_logging
 from adapters.home import ensure_home
 from adapters.wiring.home import current_home
-from cli import render
+from cli import render, render_upstream
 from cli.common import JSON_OPTION, expected_errors, print_warnings
 
 daemon_app = typer.Typer(help="Run the daemon, pair devices, and ask how it is doing.")
-mcp_app = typer.Typer(help="Serve the governed tools to an MCP client.")
+mcp_app = typer.Typer(help="Serve the governed tools to MCP clients; manage upstream MCP servers.")
 
 
 @daemon_app.command("run")
@@ -137,3 +143,85 @@ def serve(
     configure_logging(home, config.daemon.log_level, quiet_terminal=True)
     declared = None if project is None else project.absolute()
     raise typer.Exit(anyio.run(serve_stdio, home, config, HomeParts(home, config), declared))
+
+
+SERVER = typer.Argument(metavar="SERVER", help="The name in [mcp.servers.NAME].")
+
+
+@mcp_app.command("list")
+@expected_errors
+def mcp_list(json_output: bool = JSON_OPTION) -> None:
+    """List every upstream server: state, tool count, next retry, last error."""
+    from adapters.api import upstream  # noqa: PLC0415 - loaded when used
+
+    rows = upstream.list_servers(current_home())
+    if json_output:
+        render.emit_json(rows)
+        return
+    render_upstream.servers(rows)
+
+
+@mcp_app.command("status")
+@expected_errors
+def mcp_status(server: str = SERVER, json_output: bool = JSON_OPTION) -> None:
+    """Show one upstream server: its state, its recent state changes, its error log."""
+    from adapters.api import upstream  # noqa: PLC0415 - loaded when used
+
+    row = upstream.server_status(current_home(), server)
+    if json_output:
+        render.emit_json(row)
+        return
+    render_upstream.status(row)
+
+
+@mcp_app.command("tools")
+@expected_errors
+def mcp_tools(server: str = SERVER, json_output: bool = JSON_OPTION) -> None:
+    """List an upstream server's tools as they are offered: SERVER/TOOL."""
+    from adapters.api import upstream  # noqa: PLC0415 - loaded when used
+
+    rows = upstream.server_tools(current_home(), server)
+    if json_output:
+        render.emit_json(rows)
+        return
+    render_upstream.tools(server, rows)
+
+
+@mcp_app.command("reload")
+@expected_errors
+def mcp_reload(
+    server: str | None = typer.Argument(None, metavar="[SERVER]", help="One server; all if unset."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Reconnect an upstream server (or all) now, with its back-off reset."""
+    from adapters.api import upstream  # noqa: PLC0415 - loaded when used
+
+    names = upstream.reload_servers(current_home(), server)
+    if json_output:
+        render.emit_json({"reloaded": names})
+        return
+    render.line(f"reloading {', '.join(names)}" if names else "no upstream server to reload")
+
+
+@mcp_app.command("auth")
+@expected_errors
+def mcp_auth(
+    server: str = SERVER,
+    timeout: int = typer.Option(300, min=5, max=3600, help="Seconds to wait for the browser."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Authorize an http server with OAuth in a browser; the tokens are kept owner-only."""
+
+    def show(url: str) -> None:
+        render.line(f"Open this address to authorize {server}:\n  {url}", console=render.err)
+        with contextlib.suppress(Exception):
+            webbrowser.open(url)
+
+    from adapters.api import upstream  # noqa: PLC0415 - loaded when used
+
+    row = upstream.authorize_server(current_home(), server, show, float(timeout))
+    if json_output:
+        render.emit_json(row)
+        return
+    done = "; the daemon reconnects it now" if row["reloaded"] else ""
+    render.line(f"authorized {server}: its tokens are stored{done}")

@@ -49,6 +49,7 @@ from adapters.security.bearer import BearerGuard
 from adapters.security.loopback import LoopbackOnly
 from adapters.security.pairing import PairingCodes, TokenAuthenticator
 from adapters.settings.config_file import Config
+from adapters.upstream.manager import UpstreamManager
 from domain.errors import LedgerclawError
 from domain.ids import DeviceId
 from domain.ports import Journal
@@ -101,6 +102,7 @@ class Daemon:
     control: ControlPlane = field(init=False)
     codes: PairingCodes = field(init=False)
     agents: AgentHost | None = None
+    upstream: UpstreamManager | None = None
 
     def __post_init__(self) -> None:
         self.codes = PairingCodes(ttl_seconds=self.config.daemon.pairing_code_seconds)
@@ -128,9 +130,10 @@ class Daemon:
         try:
             runner, report = await self.parts.recover(journal)
             self.recovered = len(report.recovered)
-            host, approvals = self.parts.assemble(journal)
+            upstream = self.upstream = self.parts.upstream(journal)
+            host, approvals = self.parts.assemble(journal, upstream)
             self.host, self.approvals = host, approvals
-            self.agents = self.parts.agent_host(journal, approvals, self._publish)
+            self.agents = self.parts.agent_host(journal, approvals, self._publish, upstream)
             app, manager, guard = self._app(journal, host, approvals)
             self.guard = guard
             server = EmbeddedServer(
@@ -156,6 +159,8 @@ class Daemon:
                     served.set()
 
             async with anyio.create_task_group() as tasks, manager.run():
+                if upstream is not None:
+                    await tasks.start(upstream.run)
                 await self._start_agents(tasks)
                 tasks.start_soon(self._signals)
                 tasks.start_soon(serve)
@@ -172,6 +177,8 @@ class Daemon:
                     ready(self)
                 await self.stopping.wait()
                 await self._wind_down(host, runner, float(settings.grace_seconds))
+                if upstream is not None:
+                    await upstream.stop()
                 server.should_exit = True
                 with anyio.move_on_after(10):
                     await served.wait()
@@ -207,6 +214,7 @@ class Daemon:
             self.codes,
             device_scopes=authenticator.scopes_of,
             agents=self.agents,
+            upstream=self.upstream,
         )
         self.control = control
 

@@ -7,7 +7,7 @@ that whatever was computed from the set (exposure, the prompt's tool list) is ma
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from adapters.tools.contract import Tool
 from domain.tools.registry import ToolRegistry
@@ -21,8 +21,6 @@ class ToolSet:
         self._tools: dict[str, Tool] = {}
         self._groups: dict[str, tuple[str, ...]] = {}
         self.generation = 0
-        self.watchers: list[Callable[[], None]] = []
-        """Called after every change of the set (an MCP face tells its clients)."""
         for tool in tools:
             self.add(tool)
 
@@ -54,8 +52,6 @@ class ToolSet:
             added.append(name)
         self._groups[group] = tuple(added)
         self.generation += 1
-        for watcher in list(self.watchers):
-            watcher()
 
     def group(self, group: str) -> tuple[str, ...]:
         """The names of the tools `group` holds now."""

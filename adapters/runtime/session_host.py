@@ -307,6 +307,12 @@ class SessionHost:
             await hosted.on_tools_changed()
         return result
 
+    async def tools_changed(self) -> None:
+        """Tell every hosted session's client that the tool set changed (an upstream's)."""
+        for hosted in list(self.sessions.values()):
+            if hosted.on_tools_changed is not None:
+                await hosted.on_tools_changed()
+
     def _why(self, hosted: HostedSession, scope: anyio.CancelScope) -> CancelReason:
         """Why a call was cancelled: closing and stopping cancel its scope, a client the request.
 

@@ -33,6 +33,7 @@ from adapters.settings.mcp import ServerSettings
 from adapters.settings.secrets_file import UpstreamSecrets
 from adapters.tools.contract import ToolOutput, ToolRun
 from adapters.upstream.failures import UNAUTHORIZED, Failure, classify
+from adapters.upstream.oauth import authorization_needed
 from adapters.upstream.results import declared_failure, result_text, unauthorized, unavailable
 from adapters.upstream.transport import StatusKeepingTransport
 from domain.upstream.catalog import UpstreamTool, offerable, qualified, selected
@@ -237,6 +238,14 @@ class ServerLink:
                         failure = await self._hold(client)
                 except Exception as error:  # noqa: BLE001 - whatever ended the client is classified
                     failure = classify(error)
+                    if authorization_needed(error):
+                        self.oauth_challenged = True
+                        failure = Failure(
+                            FailureClass.APPLICATION,
+                            "no usable OAuth tokens",
+                            status=UNAUTHORIZED,
+                            challenge="Bearer",
+                        )
                     log.info("upstream %s: %s (%s)", self.name, failure.message, failure.kind)
                 finally:
                     self.client = None

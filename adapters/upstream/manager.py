@@ -10,7 +10,7 @@ every attached tool set; every state change is journaled as it happens.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -51,6 +51,8 @@ class UpstreamManager:
             for name, settings in servers.items()
         }
         self.toolsets: list[ToolSet] = []
+        self.on_change: list[Callable[[], Awaitable[None]]] = []
+        """Awaited after a catalog change was offered (an MCP face tells its clients)."""
         self.catalogs: dict[str, tuple[UpstreamTool, ...]] = {}
 
     # -- set-up --------------------------------------------------------------------------
@@ -164,7 +166,14 @@ class UpstreamManager:
             await anyio.to_thread.run_sync(self.journal.update_upstream_server, server, command)
         except Exception:
             log.exception("the catalog of upstream %s could not be journaled", server)
+        before = self.catalogs.get(server)
         self._install(server, tools)
+        if before != tools:
+            for notify in list(self.on_change):
+                try:
+                    await notify()
+                except Exception:
+                    log.exception("a listener of upstream %s's catalog failed", server)
 
     def _install(self, server: str, tools: tuple[UpstreamTool, ...]) -> None:
         self.catalogs[server] = tools

@@ -22,6 +22,7 @@ from adapters.control.methods import (
     control_methods,
 )
 from adapters.control.plane import ControlPlane
+from adapters.control.upstream_methods import UPSTREAM_METHOD_SCOPES, upstream_methods
 from adapters.home import Home
 from adapters.hosting.claims import SessionClaims
 from adapters.journal.journal import SqliteJournal
@@ -35,9 +36,11 @@ from adapters.runtime.session_host import SessionHost
 from adapters.security.host_key import ProofVerifier, load_or_create_host_key
 from adapters.security.pairing import PairingCodes
 from adapters.settings.config_file import Config
+from adapters.upstream.manager import UpstreamManager
 from adapters.wiring.home import open_event_log
 from adapters.wiring.providers import ProviderSet
 from adapters.wiring.tools import dispatcher, first_party_tools, pipeline_policy
+from adapters.wiring.upstream import upstream_manager
 from domain.ids import DeviceId
 from domain.ports import Journal
 from projections.registry import ALL_PROJECTIONS
@@ -64,10 +67,21 @@ class HomeParts:
         report = await anyio.to_thread.run_sync(recover_orphans, journal, runner, claims)
         return runner, report
 
-    def assemble(self, journal: Journal) -> tuple[SessionHost, PendingApprovals]:
-        """The session host over the governed pipeline, and the approvals it waits on."""
+    def upstream(self, journal: Journal) -> UpstreamManager | None:
+        """The home's upstream MCP servers, None when none is configured."""
+        return upstream_manager(self.home, self.config, journal)
+
+    def assemble(
+        self, journal: Journal, upstream: UpstreamManager | None = None
+    ) -> tuple[SessionHost, PendingApprovals]:
+        """The session host over the governed pipeline, and the approvals it waits on.
+
+        Its MCP clients see upstream tools too only when `[mcp] proxy = true`.
+        """
         home, config = self.home, self.config
         tools, policy = first_party_tools(config, home), pipeline_policy(home, config)
+        if upstream is not None and config.mcp.proxy:
+            upstream.attach(tools)
         approvals = PendingApprovals(timeout_seconds=policy.approval_timeout_seconds)
         host = SessionHost(
             journal,
@@ -78,6 +92,8 @@ class HomeParts:
             max_concurrent_calls=config.daemon.max_concurrent_calls,
             idle_seconds=float(config.daemon.idle_timeout_seconds),
         )
+        if upstream is not None and config.mcp.proxy:
+            upstream.on_change.append(host.tools_changed)
         return host, approvals
 
     def control_plane(  # noqa: PLR0913 - the plane's parts
@@ -89,11 +105,12 @@ class HomeParts:
         *,
         device_scopes: Callable[[object], Iterable[str]] | None = None,
         agents: AgentHost | None = None,
+        upstream: UpstreamManager | None = None,
     ) -> ControlPlane:
         """The control plane, checking proofs with the home's host key and devices' scopes."""
         log = open_event_log(self.home)
-        methods = control_methods(health, approvals, codes)
-        scopes, events = dict(METHOD_SCOPES), dict(APPROVAL_EVENTS)
+        methods = control_methods(health, approvals, codes) | upstream_methods(upstream)
+        scopes, events = METHOD_SCOPES | UPSTREAM_METHOD_SCOPES, dict(APPROVAL_EVENTS)
         if agents is not None:
             methods |= agent_methods(agents, log)
             scopes |= AGENT_METHOD_SCOPES
@@ -112,13 +129,19 @@ class HomeParts:
         return plane
 
     def agent_host(
-        self, journal: Journal, approvals: PendingApprovals, publish: Publish
+        self,
+        journal: Journal,
+        approvals: PendingApprovals,
+        publish: Publish,
+        upstream: UpstreamManager | None = None,
     ) -> AgentHost | None:
         """The daemon's agent sessions over the governed pipeline, when a model is chosen."""
         home, config = self.home, self.config
         if config.agent.model is None:
             return None
         tools, policy = first_party_tools(config, home), pipeline_policy(home, config)
+        if upstream is not None:
+            upstream.attach(tools)
         return AgentHost(
             journal=journal,
             log=open_event_log(home),

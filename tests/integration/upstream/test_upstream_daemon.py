@@ -1,0 +1,188 @@
+"""Upstream servers nobody here wrote, behind a real daemon: states, the CLI, the proxy."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.daemon_harness import (
+    RunningDaemon,
+    cli_json,
+    http_client,
+    result_text,
+    run_cli,
+    start_daemon,
+    wait_for,
+    write_config,
+)
+from tests.integration.daemon.journal_view import events
+
+TIME = f'command = "{sys.executable}"\nargs = ["-m", "mcp_server_time", "--local-timezone", "UTC"]'
+
+
+def _servers(home: Path) -> dict[str, dict[str, Any]]:
+    return {row["name"]: row for row in cli_json(home, "mcp", "list")}
+
+
+@pytest.fixture
+def upstream_daemon(tmp_path: Path) -> Iterator[RunningDaemon]:
+    """A daemon with `time` (trusted read-only), `clock` (asks), a missing and an off server."""
+    home = tmp_path / "home"
+    write_config(
+        home,
+        f"""
+[daemon]
+projection_interval_seconds = 0.1
+
+[tools]
+approval_timeout_seconds = 20
+
+[mcp]
+proxy = true
+
+[mcp.servers.time]
+transport = "stdio"
+{TIME}
+trust_read_only = true
+
+[mcp.servers.clock]
+transport = "stdio"
+{TIME}
+deny = ["convert_time"]
+
+[mcp.servers.missing]
+transport = "stdio"
+command = "{tmp_path}/no-such-server"
+
+[mcp.servers.off]
+transport = "stdio"
+command = "true"
+enabled = false
+""",
+    )
+    running = start_daemon(home)
+    running.pair()
+    wait_for(
+        lambda: (
+            _servers(home)["time"]["state"] == "connected"
+            and _servers(home)["clock"]["state"] == "connected"
+            and _servers(home)["missing"]["state"] == "backoff"
+        ),
+        timeout=30,
+        what="the upstream servers to settle",
+    )
+    yield running
+    running.stop(signal.SIGKILL if running.process.poll() is None else signal.SIGTERM)
+
+
+def test_mcp_list_shows_each_state_with_its_reason(upstream_daemon: RunningDaemon) -> None:
+    """Connected servers count their tools; a missing command backs off; off is disabled."""
+    rows = _servers(upstream_daemon.home)
+
+    assert ("connected", 2) == (rows["time"]["state"], rows["time"]["tools"])
+    assert ("connected", 1) == (rows["clock"]["state"], rows["clock"]["tools"])
+    assert "disabled" == rows["off"]["state"]
+    missing = rows["missing"]
+    assert "no-such-server" in missing["last_error"]
+    assert 20 <= missing["next_retry_seconds"] <= 36
+    listed = run_cli(upstream_daemon.home, "mcp", "list")
+    assert 0 == listed.returncode, listed.stderr
+    assert "backoff" in listed.stdout
+    assert "connected" in listed.stdout
+
+
+def test_mcp_status_and_tools_read_the_journal(upstream_daemon: RunningDaemon) -> None:
+    """`mcp status` tells the state changes; `mcp tools` the catalog, named SERVER/TOOL."""
+    home = upstream_daemon.home
+    status = cli_json(home, "mcp", "status", "missing")
+    tools = {row["name"]: row for row in cli_json(home, "mcp", "tools", "time")}
+    clock = [row["name"] for row in cli_json(home, "mcp", "tools", "clock")]
+
+    assert ["connecting", "backoff"] == [change["state"] for change in status["history"][:2]]
+    assert "transport_or_session" == status["history"][1]["failure"]
+    assert {"time/get_current_time", "time/convert_time"} == set(tools)
+    assert "none" == tools["time/get_current_time"]["approval"]
+    assert ["clock/get_current_time"] == clock
+    unknown = run_cli(home, "mcp", "status", "nope")
+    assert 6 == unknown.returncode
+    assert "no upstream server named nope" in unknown.stderr
+
+
+@pytest.mark.anyio
+async def test_a_proxied_upstream_tool_is_deferred_then_loaded_and_called(
+    upstream_daemon: RunningDaemon,
+) -> None:
+    """The proxy offers `time/...` after load_tool; the call is governed and journaled."""
+    async with http_client(upstream_daemon) as client:
+        before = {tool.name for tool in (await client.list_tools()).tools}
+        loaded = await client.call_tool("load_tool", {"name": "time/get_current_time"})
+        after = {tool.name for tool in (await client.list_tools()).tools}
+        result = await client.call_tool("time/get_current_time", {"timezone": "UTC"})
+        invalid = await client.call_tool("time/get_current_time", {"zone": 3})
+    session_id = (result.meta or {})["ledgerclaw/session_id"]
+    [receipt, refused] = events(upstream_daemon.home, session_id, "session.receipt_recorded")[-2:]
+
+    assert "time/get_current_time" not in before
+    assert not loaded.is_error, result_text(loaded)
+    assert "time/get_current_time" in after
+    assert not result.is_error, result_text(result)
+    assert '"timezone": "UTC"' in result_text(result)
+    assert {"server": "time", "tool": "get_current_time"} == {
+        k: receipt["upstream"][k] for k in ("server", "tool")
+    }
+    assert "invalid_input" == refused["outcome"]
+    assert invalid.is_error
+
+
+@pytest.mark.anyio
+async def test_an_untrusted_upstream_call_waits_for_approval(
+    upstream_daemon: RunningDaemon,
+) -> None:
+    """A tool of a server whose read-only marks are not trusted runs only once approved."""
+    home = upstream_daemon.home
+    listed: list[dict[str, Any]] = []
+
+    def operator() -> None:
+        wait_for(lambda: bool(cli_json(home, "approvals", "list")), what="a pending approval")
+        listed.extend(cli_json(home, "approvals", "list"))
+        done = run_cli(home, "approvals", "approve", listed[0]["id"][:12])
+        assert 0 == done.returncode, done.stderr
+
+    thread = threading.Thread(target=operator)
+    thread.start()
+    async with http_client(upstream_daemon) as client:
+        await client.call_tool("load_tool", {"name": "clock/get_current_time"})
+        result = await client.call_tool("clock/get_current_time", {"timezone": "UTC"})
+    thread.join()
+
+    assert "clock/get_current_time" == listed[0]["tool"]
+    assert not result.is_error, result_text(result)
+
+
+def test_reload_reconnects_a_server_and_a_stop_leaves_the_last_state(
+    upstream_daemon: RunningDaemon,
+) -> None:
+    """`mcp reload` starts a new attempt at once; without a daemon the journal still answers."""
+    home = upstream_daemon.home
+    failures = len(cli_json(home, "mcp", "status", "missing")["history"])
+    reloaded = cli_json(home, "mcp", "reload", "missing")
+    wait_for(
+        lambda: len(cli_json(home, "mcp", "status", "missing")["history"]) >= failures + 2,
+        what="a new attempt after the reload",
+    )
+    unknown = run_cli(home, "mcp", "reload", "nope")
+    assert 0 == upstream_daemon.stop()
+    offline = _servers(home)
+    refused = run_cli(home, "mcp", "reload")
+
+    assert {"reloaded": ["missing"]} == reloaded
+    assert 6 == unknown.returncode
+    assert (False, "connected") == (offline["time"]["daemon"], offline["time"]["state"])
+    assert 3 == refused.returncode
+    assert "no daemon is running" in refused.stderr

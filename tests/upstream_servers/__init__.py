@@ -1,0 +1,1 @@
+"""MCP servers the tests connect to as upstreams: fault servers and an OAuth pair."""
