@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -153,7 +154,7 @@ def server_status(home: Home, name: str) -> dict[str, Any]:
     return row
 
 
-def _tail(path: Any, lines: int = 10) -> list[str]:  # noqa: ANN401 - a Path
+def _tail(path: Path, lines: int = 10) -> list[str]:
     with path.open("rb") as handle:
         handle.seek(0, 2)
         size = handle.tell()
@@ -197,7 +198,7 @@ def reload_servers(home: Home, name: str | None) -> list[str]:
         )
         raise DaemonNotRunningError(msg)
     answer = call_daemon(home, "mcp.reload", {} if name is None else {"server": name})
-    return list(answer.get("reloaded", []))
+    return [str(name) for name in answer.get("reloaded", [])]
 
 
 def authorize_server(

@@ -17,6 +17,7 @@ from adapters.runtime.approvals import PendingApprovals
 from adapters.runtime.recovery import RecoveryReport
 from adapters.runtime.session_host import SessionHost
 from adapters.security.pairing import PairingCodes
+from adapters.upstream.manager import UpstreamManager
 from domain.ids import DeviceId
 from domain.ports import Journal
 
@@ -32,7 +33,13 @@ class HostingParts(Protocol):
         """The projection runner, after settling every session whose host died."""
         ...
 
-    def assemble(self, journal: Journal) -> tuple[SessionHost, PendingApprovals]:
+    def upstream(self, journal: Journal) -> UpstreamManager | None:
+        """The home's upstream MCP servers, None when none is configured."""
+        ...
+
+    def assemble(
+        self, journal: Journal, upstream: UpstreamManager | None = None
+    ) -> tuple[SessionHost, PendingApprovals]:
         """The session host over the governed pipeline, and the approvals it waits on."""
         ...
 
@@ -45,12 +52,17 @@ class HostingParts(Protocol):
         *,
         device_scopes: Callable[[object], Iterable[str]] | None = None,
         agents: AgentHost | None = None,
+        upstream: UpstreamManager | None = None,
     ) -> ControlPlane:
         """The control plane of the process, checking proofs and the devices' scopes."""
         ...
 
     def agent_host(
-        self, journal: Journal, approvals: PendingApprovals, publish: Publish
+        self,
+        journal: Journal,
+        approvals: PendingApprovals,
+        publish: Publish,
+        upstream: UpstreamManager | None = None,
     ) -> AgentHost | None:
         """The daemon's agent sessions, or None when no `[agent] model` is configured."""
         ...
