@@ -22,7 +22,7 @@ from cli import render, render_upstream
 from cli.common import JSON_OPTION, expected_errors, print_warnings
 
 daemon_app = typer.Typer(help="Run the daemon, pair devices, and ask how it is doing.")
-mcp_app = typer.Typer(help="Serve the governed tools to MCP clients; manage upstream MCP servers.")
+mcp_app = typer.Typer(help="Serve the governed tools over MCP; manage upstream servers.")
 
 
 @daemon_app.command("run")
@@ -151,7 +151,7 @@ SERVER = typer.Argument(metavar="SERVER", help="The name in [mcp.servers.NAME]."
 @mcp_app.command("list")
 @expected_errors
 def mcp_list(json_output: bool = JSON_OPTION) -> None:
-    """List every upstream server: state, tool count, next retry, last error."""
+    """List the upstream servers: state, tools, next try, last error."""
     from adapters.api import upstream  # noqa: PLC0415 - loaded when used
 
     rows = upstream.list_servers(current_home())
@@ -164,7 +164,7 @@ def mcp_list(json_output: bool = JSON_OPTION) -> None:
 @mcp_app.command("status")
 @expected_errors
 def mcp_status(server: str = SERVER, json_output: bool = JSON_OPTION) -> None:
-    """Show one upstream server: its state, its recent state changes, its error log."""
+    """Show one upstream server: state, recent changes, error log."""
     from adapters.api import upstream  # noqa: PLC0415 - loaded when used
 
     row = upstream.server_status(current_home(), server)
@@ -177,7 +177,7 @@ def mcp_status(server: str = SERVER, json_output: bool = JSON_OPTION) -> None:
 @mcp_app.command("tools")
 @expected_errors
 def mcp_tools(server: str = SERVER, json_output: bool = JSON_OPTION) -> None:
-    """List an upstream server's tools as they are offered: SERVER/TOOL."""
+    """List an upstream server's tools as offered (SERVER/TOOL)."""
     from adapters.api import upstream  # noqa: PLC0415 - loaded when used
 
     rows = upstream.server_tools(current_home(), server)
@@ -193,7 +193,7 @@ def mcp_reload(
     server: str | None = typer.Argument(None, metavar="[SERVER]", help="One server; all if unset."),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Reconnect an upstream server (or all) now, with its back-off reset."""
+    """Reconnect an upstream server (or all) now, back-off reset."""
     from adapters.api import upstream  # noqa: PLC0415 - loaded when used
 
     names = upstream.reload_servers(current_home(), server)
@@ -207,10 +207,12 @@ def mcp_reload(
 @expected_errors
 def mcp_auth(
     server: str = SERVER,
-    timeout: int = typer.Option(300, min=5, max=3600, help="Seconds to wait for the browser."),
+    timeout: int = typer.Option(
+        300, min=5, max=3600, metavar="SECONDS", help="How long to wait for the browser."
+    ),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Authorize an http server with OAuth in a browser; the tokens are kept owner-only."""
+    """Authorize an http server with OAuth; tokens kept owner-only."""
 
     def show(url: str) -> None:
         render.line(f"Open this address to authorize {server}:\n  {url}", console=render.err)

@@ -18,10 +18,10 @@ from domain.agent.failover import Candidate
 from domain.agent.replies import ModelReply, ModelRequest
 from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
 from domain.devices.aggregate import DeviceRegistry
-from domain.upstream.aggregate import UpstreamServer
 from domain.ids import SessionId
 from domain.session.aggregate import Session
 from domain.session.opening import SessionOpening
+from domain.upstream.aggregate import UpstreamServer
 from domain.values.conversation import ChatMessage
 
 T = TypeVar("T")

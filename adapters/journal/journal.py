@@ -44,13 +44,13 @@ from adapters.journal.identity import prepare_journal_file
 from adapters.settings.journal import JournalSettings
 from domain.base import Aggregate
 from domain.devices.aggregate import REGISTRY_ID, DeviceRegistry
-from domain.upstream.aggregate import UpstreamServer, server_stream
 from domain.errors import DomainError
 from domain.ids import SessionId
 from domain.ports import BatchOutcome, Clock
 from domain.session.aggregate import Session
 from domain.session.events import MessageAppended
 from domain.session.opening import SessionOpening
+from domain.upstream.aggregate import UpstreamServer, server_stream
 from domain.values.conversation import ChatMessage
 
 T = TypeVar("T")

@@ -382,7 +382,7 @@ class ServerLink:
         del run  # an upstream call reaches nothing of the session's
         client = self.client
         if client is None or self.state is not ServerState.CONNECTED:
-            text = unavailable(self.name, self.wait_seconds(), self.state)
+            text = unavailable(self.name, self.wait_seconds(), self.state, self.reason)
             return self._output(text, OutcomeCategory.TRANSIENT_FAILURE, tool, delivered=False)
         try:
             result = await client.call_tool(

@@ -65,10 +65,10 @@ def declared_failure(name: str, result: CallToolResult) -> str:
     return f"Error: {message}"
 
 
-def unavailable(server: str, wait_seconds: float | None, state: str) -> str:
+def unavailable(server: str, wait_seconds: float | None, state: str, reason: str = "") -> str:
     """The answer to a call while its server is not connected."""
     if wait_seconds is None:
-        return f"unavailable: {server} is {state.replace('_', ' ')}"
+        return f"unavailable: {server} is {state}" + (f": {reason}" if reason else "")
     return f"unavailable: {server} is reconnecting (next try in {max(0, round(wait_seconds))} s)"
 
 

@@ -73,6 +73,13 @@ ATTACHMENT_TOPICS = {
     "ledgerclaw.session.attachment_sent",
 }
 """The attachment topics, added after the fixture was written."""
+UPSTREAM_TOPICS = {
+    "ledgerclaw.upstream.created",
+    "ledgerclaw.upstream.state_changed",
+    "ledgerclaw.upstream.catalog_changed",
+    "ledgerclaw.upstream.snapshot",
+}
+"""The upstream servers' topics, added after the fixture was written."""
 
 
 def stored(row: dict[str, Any]) -> StoredEvent:
@@ -90,8 +97,11 @@ ALL_ROWS = [*ROWS["events"], *ROWS["snapshots"]]
 
 def test_the_catalog_reads_exactly_the_stored_topics() -> None:
     """The mapper resolves these topics and no others, and names aggregates as before."""
-    assert STORED_TOPICS | AGENT_TOPICS | ATTACHMENT_TOPICS == set(CatalogMapper.types_by_topic)
-    assert {"ledgerclaw.session", "ledgerclaw.devices"} == set(CatalogMapper.library_topics)
+    known = STORED_TOPICS | AGENT_TOPICS | ATTACHMENT_TOPICS | UPSTREAM_TOPICS
+    assert known == set(CatalogMapper.types_by_topic)
+    assert {"ledgerclaw.session", "ledgerclaw.devices", "ledgerclaw.upstream"} == set(
+        CatalogMapper.library_topics
+    )
 
 
 def test_the_fixture_holds_every_stored_topic() -> None:

@@ -99,7 +99,10 @@ def test_every_daemon_setting_reads_from_toml(tmp_path: Path) -> None:
         ),
         (
             "colour = 'blue'\n",
-            "colour: unknown key (known keys: journal, tools, daemon, agent, models, attachments)",
+            (
+                "colour: unknown key"
+                " (known keys: journal, tools, daemon, agent, models, attachments, mcp)"
+            ),
         ),
     ],
     ids=["daemon-key", "section", "tools-key", "root-key", "no-close-match"],

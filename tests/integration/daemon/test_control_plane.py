@@ -320,7 +320,11 @@ def test_a_paired_device_may_call_only_the_device_methods(daemon: Daemon) -> Non
     connected = ask(websocket, "connect", {"token": token})
 
     hello = connected["payload"]
-    assert ("device", device_id, ["status"]) == (hello["role"], hello["device"], hello["methods"])
+    assert ("device", device_id, ["mcp.status", "status"]) == (
+        hello["role"],
+        hello["device"],
+        hello["methods"],
+    )
     assert ["operator.read"] == hello["scopes"]
     assert {"running": True} == ask(websocket, "status", rid="2")["payload"]
     assert "forbidden" == ask(websocket, "echo", rid="3")["error"]["code"]

@@ -44,7 +44,13 @@ def test_a_device_paired_with_approvals_may_list_them_but_never_issue_codes(
 
     assert ["operator.approvals", "operator.read"] == code["scopes"]
     assert ["operator.read", "operator.approvals"] == hello["scopes"]
-    assert ["approvals.decide", "approvals.list", "approvals.resolve", "status"] == hello["methods"]
+    assert [
+        "approvals.decide",
+        "approvals.list",
+        "approvals.resolve",
+        "mcp.status",
+        "status",
+    ] == hello["methods"]
     assert {"approvals": []} == listed["payload"]
     assert "forbidden" == issued["error"]["code"]
 
@@ -55,7 +61,7 @@ def test_a_device_paired_without_scopes_may_only_read(daemon: RunningDaemon) -> 
 
     hello, (listed, _issued) = connected(daemon, token)
 
-    assert (["operator.read"], ["status"]) == (hello["scopes"], hello["methods"])
+    assert (["operator.read"], ["mcp.status", "status"]) == (hello["scopes"], hello["methods"])
     assert "forbidden" == listed["error"]["code"]
 
 
