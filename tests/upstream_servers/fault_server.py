@@ -12,8 +12,8 @@ it listens at http://127.0.0.1:PORT/mcp.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import asyncio
+import contextlib
 import json
 import os
 import sys
