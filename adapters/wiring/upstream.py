@@ -8,6 +8,7 @@ the shell's Landlock launcher confining the server to the paths its entry allows
 from __future__ import annotations
 
 import os
+import shutil
 from functools import partial
 from pathlib import Path
 
@@ -77,6 +78,19 @@ def _confine(home: Home, name: str, settings: ServerSettings, argv: list[str]) -
         protected=sorted(protected.files | protected.trees),
         tmp_dir=tmp,
         audience=Audience.PERSONAL,
-        search_path=os.environ.get("PATH", os.defpath),
+        search_path=os.pathsep.join((*_installation(argv[0]), os.environ.get("PATH", os.defpath))),
     )
     return confined.argv
+
+
+def _installation(command: str) -> tuple[str, ...]:
+    """Where the command's program is installed: its directory, as named and as it really is.
+
+    Each is a toolchain to the sandbox (its `bin` parent is allowed too), so a server installed
+    in a virtualenv or under a version manager can start without listing its prefix.
+    """
+    found = shutil.which(command)
+    if found is None:
+        return ()
+    program = Path(found)
+    return tuple(dict.fromkeys((str(program.parent), str(program.resolve().parent))))
