@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from tests.daemon_harness import (
@@ -22,6 +23,7 @@ from tests.daemon_harness import (
     write_config,
 )
 from tests.integration.daemon.journal_view import events
+from tests.integration.daemon.scenarios import saw_list_changed
 
 TIME = f'command = "{sys.executable}"\nargs = ["-m", "mcp_server_time", "--local-timezone", "UTC"]'
 
@@ -186,3 +188,48 @@ def test_reload_reconnects_a_server_and_a_stop_leaves_the_last_state(
     assert (False, "connected") == (offline["time"]["daemon"], offline["time"]["state"])
     assert 3 == refused.returncode
     assert "no daemon is running" in refused.stderr
+
+
+@pytest.mark.anyio
+async def test_proxy_clients_hear_when_an_upstream_catalog_changes(tmp_path: Path) -> None:
+    """A tool grown upstream reaches the daemon's MCP clients as tools/list_changed."""
+    faults = Path(__file__).parents[2] / "upstream_servers" / "fault_server.py"
+    home = tmp_path / "home"
+    write_config(
+        home,
+        f"""
+[mcp]
+proxy = true
+
+[mcp.servers.faults]
+transport = "stdio"
+command = "{sys.executable}"
+args = ["{faults}"]
+approval = "report"
+""",
+    )
+    daemon = start_daemon(home)
+    daemon.pair()
+    messages: list[object] = []
+
+    async def on_message(message: object) -> None:
+        messages.append(message)
+
+    try:
+        wait_for(lambda: _servers(home)["faults"]["state"] == "connected", what="faults")
+        async with http_client(daemon, mode="legacy", message_handler=on_message) as client:
+            await client.call_tool("load_tool", {"name": "faults/grow"})
+            await client.list_tools()
+            messages.clear()
+            grown = await client.call_tool("faults/grow", {"name": "sprout"})
+            for _ in range(200):
+                if saw_list_changed(messages):
+                    break
+                await anyio.sleep(0.05)
+            loaded = await client.call_tool("load_tool", {"name": "faults/sprout"})
+    finally:
+        daemon.stop()
+
+    assert "grew sprout" in result_text(grown)
+    assert saw_list_changed(messages)
+    assert not loaded.is_error, result_text(loaded)
