@@ -6,7 +6,9 @@
 
 Every tool call is appended to the state file (one JSON line) before it does anything, so a
 test can count how often a call reached the server. Over http it prints READY on stderr once
-it listens at http://127.0.0.1:PORT/mcp.
+it listens at http://127.0.0.1:PORT/mcp. `--era legacy` refuses the modern probe so that a
+client falls back to the handshake and holds a session; it applies to http only (over stdio
+the first message fixes the era; a test that wants the handshake there asks for it).
 """
 
 from __future__ import annotations

@@ -218,9 +218,11 @@ async def test_the_last_good_catalog_survives_a_restart_and_answers_unavailable(
     assert "missing" in again.states("faults")[-1].reason
 
 
-async def test_list_changed_reconciles_the_catalog(tmp_path: Path) -> None:
-    """A tool added upstream is journaled as added and offered as SERVER/TOOL."""
-    async with upstream_rig(tmp_path, {"faults": stdio(tmp_path / "s")}) as rig:
+@pytest.mark.parametrize("era", ["auto", "legacy"])
+async def test_list_changed_reconciles_the_catalog(tmp_path: Path, era: str) -> None:
+    """A tool added upstream is journaled as added and offered, on either protocol era."""
+    settings = stdio(tmp_path / "s", era=era)
+    async with upstream_rig(tmp_path, {"faults": settings}) as rig:
         await rig.state("faults", "connected")
         await rig.call("faults/grow", name="sprout")
         await rig.wait(lambda: len(rig.catalogs("faults")) == 2, "the second catalog")
