@@ -32,8 +32,7 @@ def _servers(home: Path) -> dict[str, dict[str, Any]]:
     return {row["name"]: row for row in cli_json(home, "mcp", "list")}
 
 
-@pytest.fixture
-def upstream_daemon(tmp_path: Path) -> Iterator[RunningDaemon]:
+def _start(tmp_path: Path) -> RunningDaemon:
     """A daemon with `time` (trusted read-only), `clock` (asks), a missing and an off server."""
     home = tmp_path / "home"
     write_config(
@@ -79,29 +78,44 @@ enabled = false
         timeout=30,
         what="the upstream servers to settle",
     )
+    return running
+
+
+@pytest.fixture(scope="module")
+def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningDaemon]:
+    """One such daemon for the tests that only read and call."""
+    running = _start(tmp_path_factory.mktemp("upstream"))
     yield running
     running.stop(signal.SIGKILL if running.process.poll() is None else signal.SIGTERM)
 
 
-def test_mcp_list_shows_each_state_with_its_reason(upstream_daemon: RunningDaemon) -> None:
+@pytest.fixture
+def upstream_daemon(tmp_path: Path) -> Iterator[RunningDaemon]:
+    """Such a daemon of its own, for a test that reloads and stops it."""
+    running = _start(tmp_path)
+    yield running
+    running.stop(signal.SIGKILL if running.process.poll() is None else signal.SIGTERM)
+
+
+def test_mcp_list_shows_each_state_with_its_reason(shared_daemon: RunningDaemon) -> None:
     """Connected servers count their tools; a missing command backs off; off is disabled."""
-    rows = _servers(upstream_daemon.home)
+    rows = _servers(shared_daemon.home)
 
     assert ("connected", 2) == (rows["time"]["state"], rows["time"]["tools"])
     assert ("connected", 1) == (rows["clock"]["state"], rows["clock"]["tools"])
     assert "disabled" == rows["off"]["state"]
     missing = rows["missing"]
     assert "no-such-server" in missing["last_error"]
-    assert 0 < missing["next_retry_seconds"] <= 36
-    listed = run_cli(upstream_daemon.home, "mcp", "list")
+    assert 0 < missing["next_retry_seconds"] <= 72
+    listed = run_cli(shared_daemon.home, "mcp", "list")
     assert 0 == listed.returncode, listed.stderr
     assert "backoff" in listed.stdout
     assert "connected" in listed.stdout
 
 
-def test_mcp_status_and_tools_read_the_journal(upstream_daemon: RunningDaemon) -> None:
+def test_mcp_status_and_tools_read_the_journal(shared_daemon: RunningDaemon) -> None:
     """`mcp status` tells the state changes; `mcp tools` the catalog, named SERVER/TOOL."""
-    home = upstream_daemon.home
+    home = shared_daemon.home
     status = cli_json(home, "mcp", "status", "missing")
     tools = {row["name"]: row for row in cli_json(home, "mcp", "tools", "time")}
     clock = [row["name"] for row in cli_json(home, "mcp", "tools", "clock")]
@@ -118,17 +132,17 @@ def test_mcp_status_and_tools_read_the_journal(upstream_daemon: RunningDaemon) -
 
 @pytest.mark.anyio
 async def test_a_proxied_upstream_tool_is_deferred_then_loaded_and_called(
-    upstream_daemon: RunningDaemon,
+    shared_daemon: RunningDaemon,
 ) -> None:
     """The proxy offers `time/...` after load_tool; the call is governed and journaled."""
-    async with http_client(upstream_daemon) as client:
+    async with http_client(shared_daemon) as client:
         before = {tool.name for tool in (await client.list_tools()).tools}
         loaded = await client.call_tool("load_tool", {"name": "time/get_current_time"})
         after = {tool.name for tool in (await client.list_tools()).tools}
         result = await client.call_tool("time/get_current_time", {"timezone": "UTC"})
         invalid = await client.call_tool("time/get_current_time", {"zone": 3})
     session_id = (result.meta or {})["ledgerclaw/session_id"]
-    [receipt, refused] = events(upstream_daemon.home, session_id, "session.receipt_recorded")[-2:]
+    [receipt, refused] = events(shared_daemon.home, session_id, "session.receipt_recorded")[-2:]
 
     assert "time/get_current_time" not in before
     assert not loaded.is_error, result_text(loaded)
@@ -144,10 +158,10 @@ async def test_a_proxied_upstream_tool_is_deferred_then_loaded_and_called(
 
 @pytest.mark.anyio
 async def test_an_untrusted_upstream_call_waits_for_approval(
-    upstream_daemon: RunningDaemon,
+    shared_daemon: RunningDaemon,
 ) -> None:
     """A tool of a server whose read-only marks are not trusted runs only once approved."""
-    home = upstream_daemon.home
+    home = shared_daemon.home
     listed: list[dict[str, Any]] = []
 
     def operator() -> None:
@@ -158,7 +172,7 @@ async def test_an_untrusted_upstream_call_waits_for_approval(
 
     thread = threading.Thread(target=operator)
     thread.start()
-    async with http_client(upstream_daemon) as client:
+    async with http_client(shared_daemon) as client:
         await client.call_tool("load_tool", {"name": "clock/get_current_time"})
         result = await client.call_tool("clock/get_current_time", {"timezone": "UTC"})
     thread.join()
