@@ -2,7 +2,9 @@
 
 A run asks candidates by provider and model; this is where each becomes a concrete
 client: the scripted player, an OpenAI-compatible server or Anthropic, with the keys of
-its credential profiles read from `secrets.toml` when a candidate is first asked.
+its credential profiles read from `secrets.toml` when a candidate is first asked. A server's
+provider is wrapped in `SafeToolNames`, so tool names it refuses (`time/get_current_time`)
+go on its wire in a form it accepts.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from adapters.config.loading import secrets_file
 from adapters.home import Home
 from adapters.journal.events import decoded_stream
 from adapters.providers.recorded import RecordedProvider, RecordingError, recorded_steps
+from adapters.providers.safe_names import SafeToolNames
 from adapters.providers.scripted import ScriptedProvider
 from adapters.settings.agent import ModelSettings, ProviderKind
 from adapters.settings.config_file import Config
@@ -77,10 +80,10 @@ class ProviderSet:
         if model.provider is ProviderKind.ANTHROPIC:
             from adapters.providers.anthropic_messages import AnthropicProvider  # noqa: PLC0415
 
-            return AnthropicProvider(model.base_url, self.key_for)
+            return SafeToolNames(AnthropicProvider(model.base_url, self.key_for))
         from adapters.providers.openai_chat import OpenAICompatProvider  # noqa: PLC0415
 
-        return OpenAICompatProvider(model.base_url, self.key_for)
+        return SafeToolNames(OpenAICompatProvider(model.base_url, self.key_for))
 
     def key_for(self, profile: str) -> str:
         """The API key of a credential profile, read now; CredentialMissingError if none."""

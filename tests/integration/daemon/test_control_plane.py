@@ -320,7 +320,7 @@ def test_a_paired_device_may_call_only_the_device_methods(daemon: Daemon) -> Non
     connected = ask(websocket, "connect", {"token": token})
 
     hello = connected["payload"]
-    assert ("device", device_id, ["mcp.status", "status"]) == (
+    assert ("device", device_id, ["status"]) == (
         hello["role"],
         hello["device"],
         hello["methods"],
