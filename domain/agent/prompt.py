@@ -1,15 +1,16 @@
 """The system prompt as a stable prefix and a volatile suffix, with its digests; domain layer.
 
-The stable prefix (identity, the tools offered, skills, bootstrap files) stays byte-identical
-across the turns of a session, so a provider's prompt cache keeps hitting; whatever changes
-from turn to turn (the date and time, the project directory, recent files) goes in the
-suffix after it. Reading the bootstrap files is the caller's work; this module only bounds
-and arranges what was read.
+The stable prefix (identity, the tools offered, the tools to load, skills, bootstrap files)
+stays byte-identical across the turns of a session, so a provider's prompt cache keeps
+hitting; whatever changes from turn to turn (the date and time, the project directory, recent
+files) goes in the suffix after it. Reading the bootstrap files is the caller's work; this
+module only bounds and arranges what was read.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -19,6 +20,15 @@ FILE_BUDGET = 20_000
 """Characters of one bootstrap file that enter the prompt."""
 TOTAL_BUDGET = 60_000
 """Characters of all bootstrap files together."""
+TO_LOAD_LIMIT = 100
+"""Tools to load listed by name at most; the rest are counted."""
+SUMMARY_LIMIT = 160
+"""Characters of a tool to load's summary (the first sentence of its description)."""
+LOAD_FIRST = (
+    "These tools are not in this request yet: call `load_tool` with a tool's name first, "
+    "then call the tool."
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
 
 
 @dataclass(frozen=True)
@@ -89,18 +99,44 @@ def bounded_files(files: Mapping[str, str]) -> list[tuple[str, str]]:
     return kept
 
 
+def summary(description: str) -> str:
+    """The first sentence of a tool's description, cut to SUMMARY_LIMIT characters."""
+    text = description.strip()
+    first = _SENTENCE_END.split(text, maxsplit=1)[0].strip()
+    if len(first) > SUMMARY_LIMIT:
+        return first[: SUMMARY_LIMIT - 1].rstrip() + "…"
+    return first
+
+
+def to_load_section(tools: Sequence[OfferedTool]) -> str:
+    """The section naming the tools a session may load, in name order, at most TO_LOAD_LIMIT."""
+    ordered = sorted(tools, key=lambda tool: tool.name)
+    lines = [f"- {tool.name}: {summary(tool.description)}" for tool in ordered[:TO_LOAD_LIMIT]]
+    if len(ordered) > TO_LOAD_LIMIT:
+        lines.append(f"…and {len(ordered) - TO_LOAD_LIMIT} more")
+    return "## Tools to load\n\n" + LOAD_FIRST + "\n\n" + "\n".join(lines)
+
+
 def stable_prefix(
     identity: str,
     tools: Sequence[OfferedTool],
     skills: Sequence[str],
     files: Mapping[str, str],
+    *,
+    to_load: Sequence[OfferedTool] = (),
 ) -> str:
-    """The part of the system prompt that stays the same from turn to turn."""
+    """The part of the system prompt that stays the same from turn to turn.
+
+    `tools` are the tools of the request, `to_load` those the session may see but must load
+    with `load_tool` before they are in a request.
+    """
     sections = [identity.strip()]
     if tools:
         ordered = sorted(tools, key=lambda tool: tool.name)
         lines = [f"- {tool.name}: {tool.description.strip()}" for tool in ordered]
         sections.append("## Tools\n\n" + "\n".join(lines))
+    if to_load:
+        sections.append(to_load_section(to_load))
     if skills:
         sections.append("## Skills\n\n" + "\n".join(f"- {skill}" for skill in skills))
     for name, text in bounded_files(files):

@@ -82,7 +82,9 @@ def test_the_stream_records_a_catalog_only_when_it_changes() -> None:
 
     assert [("now",), ("zone",)] == [e.added for e in events]
     assert server_stream("time") == server.id
-    assert "zone" == server.tool("zone").name
+    zone = server.tool("zone")
+    assert zone is not None
+    assert "zone" == zone.name
 
 
 def test_a_failure_is_kept_as_the_last_error_after_a_recovery() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.daemon_harness import cli_json, start_daemon, wait_for
 from tests.gateway_rig import agent_home, ended, gateway
@@ -19,7 +20,7 @@ trust_read_only = true
 """
 
 
-def call(call_id: str, tool: str, **arguments: object) -> dict[str, object]:
+def call(call_id: str, tool: str, **arguments: object) -> dict[str, Any]:
     """One scripted reply that calls `tool`."""
     request = {"id": call_id, "name": tool, "arguments": arguments}
     return {"reply": {"text": "", "tool_calls": [request]}}
