@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from adapters.pipeline.context import PipelinePolicy, RunScope
 from adapters.pipeline.decoding import DecodedCall
 from adapters.pipeline.gathering import CallFacts
+from adapters.pipeline.held import SessionFacts
 from adapters.pipeline.resolution import PathScope, decide_targets, scope_of
 from adapters.tools.contract import BoundTarget, CallAssessment
 from domain.authorization.approvals import ApprovalRequest, covering_grant, grant_key
-from domain.session.aggregate import Session
 from domain.tools import endings
 from domain.tools.exposure import NO_SUCH_TOOL, Visibility
 from domain.tools.output import redact, redact_path
@@ -123,7 +123,7 @@ class Authorization:
 
     # -- the command -----------------------------------------------------------------------
 
-    def __call__(self, session: Session) -> Plan:
+    def __call__(self, session: SessionFacts) -> Plan:
         """Start the attempt and record its decision on `session`."""
         run_id, attempt_id, call = self.run.run_id, self.attempt_id, self.call
         context = (
@@ -158,7 +158,7 @@ class Authorization:
             return self._correct(session, plan, RemediationCode.LOAD_TOOL, detail)
         return self._paths(session, plan)
 
-    def _paths(self, session: Session, plan: Plan) -> Plan:
+    def _paths(self, session: SessionFacts, plan: Plan) -> Plan:
         facts = self.facts
         assert facts is not None  # noqa: S101 - gathered for every call with a tool
         if facts.failure is not None:
@@ -184,7 +184,7 @@ class Authorization:
 
     # -- approval --------------------------------------------------------------------------
 
-    def _approval(self, session: Session, plan: Plan) -> Plan:
+    def _approval(self, session: SessionFacts, plan: Plan) -> Plan:
         assert self.tool is not None  # noqa: S101 - checked by the caller
         assessment = plan.assessment
         mode = plan.mode = self.policy.exposure.approval_mode(self.tool.definition)
@@ -222,7 +222,7 @@ class Authorization:
         return plan
 
     def _rule_without_asking(
-        self, session: Session, plan: Plan, request: ApprovalRequest, *, forced: bool
+        self, session: SessionFacts, plan: Plan, request: ApprovalRequest, *, forced: bool
     ) -> str:
         """The rule that lets the call run without a question now, or "" to ask."""
         if plan.mode is ApprovalMode.DEFER and not forced:
@@ -234,7 +234,7 @@ class Authorization:
         return self._standing_rule(session, plan, request, forced=forced)
 
     def _standing_rule(
-        self, session: Session, plan: Plan, request: ApprovalRequest, *, forced: bool
+        self, session: SessionFacts, plan: Plan, request: ApprovalRequest, *, forced: bool
     ) -> str:
         """The rule that answers the approval question without asking, if any."""
         if plan.assessment.reviewed_safe and not forced:
@@ -271,7 +271,7 @@ class Authorization:
 
     # -- endings ---------------------------------------------------------------------------
 
-    def _allow(self, session: Session, plan: Plan, rule: str) -> Plan:
+    def _allow(self, session: SessionFacts, plan: Plan, rule: str) -> Plan:
         rule = redact(rule, self.policy.secrets)
         session.evaluate_policy(
             self.run.run_id,
@@ -285,7 +285,7 @@ class Authorization:
         return plan
 
     def _deny(
-        self, session: Session, plan: Plan, category: DenialCategory, rule: str, detail: str
+        self, session: SessionFacts, plan: Plan, category: DenialCategory, rule: str, detail: str
     ) -> Plan:
         detail = redact(detail, self.policy.secrets)
         session.evaluate_policy(
@@ -301,7 +301,9 @@ class Authorization:
         plan.result = endings.denied(self.call, self.attempt_id, category, detail)
         return plan
 
-    def _correct(self, session: Session, plan: Plan, code: RemediationCode, detail: str) -> Plan:
+    def _correct(
+        self, session: SessionFacts, plan: Plan, code: RemediationCode, detail: str
+    ) -> Plan:
         session.issue_correction(self.run.run_id, self.attempt_id, code, detail)
         plan.result = endings.corrected(self.call, self.attempt_id, code, detail, plan.visible)
         return plan

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from adapters.fs.envelope import Envelope
@@ -14,6 +15,8 @@ from domain.tools.exposure import ExposurePolicy
 from domain.tools.output import INLINE_LIMIT
 from domain.values.audience import Audience, SessionKind
 from domain.values.storage import WorkingContext
+
+TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
 
 
 @dataclass
@@ -35,10 +38,18 @@ class RunScope:
     protected: ProtectedPaths | None = None
     """The protected paths as they were at the run's first call (file identities included)."""
 
-    @property
+    tmp_made: bool = False
+    """Whether the temporary directory was made in this run (and no call since may remove it)."""
+
+    @cached_property
     def tmp_dir(self) -> Path:
         """The run's managed temporary directory."""
         return self.envelope.tmp_dir(self.kind, self.run_id)
+
+    @cached_property
+    def tmp_environment(self) -> dict[str, str]:
+        """The temporary-directory variables a tool of this run gets."""
+        return dict.fromkeys(TEMP_VARIABLES, str(self.tmp_dir))
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from adapters.pipeline.context import PipelinePolicy, RunScope
 from adapters.pipeline.decoding import DecodedCall, decode, record
 from adapters.pipeline.finishing import finish
 from adapters.pipeline.gathering import CallFacts, gather_call, keep_run_facts, needs_facts
+from adapters.pipeline.held import HeldSession
 from adapters.pipeline.ports import SessionUpdates
 from adapters.pipeline.receipts import classify
 from adapters.pipeline.resolution import PathScope
@@ -47,16 +48,13 @@ from domain.tools.concurrency import batches
 from domain.tools.exposure import Visibility, exposure, visibility
 from domain.tools.result import ToolResult
 from domain.values.audience import Audience, SessionKind
-from domain.values.authorization import (
-    FileOperation,
-)
+from domain.values.authorization import ApprovalMode, FileOperation
 from domain.values.conversation import ToolCallRequest
 from domain.values.receipts import (
     CancelReason,
 )
 
 log = logging.getLogger(__name__)
-TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
 EXPOSURE_CACHE = 256
 """Distinct (audience, loaded tools) pairs whose exposure a dispatcher remembers."""
 
@@ -67,6 +65,20 @@ def _project(session: Session) -> str | None:
 
 def _given(project: str | None) -> str | None:
     return project
+
+
+def _nothing(session: Session) -> None:
+    """A command of its own: the held writes before it are the whole update."""
+
+
+def _decide_held(authorization: Authorization, session: Session) -> tuple[HeldSession, Plan]:
+    held = HeldSession(session)
+    return held, authorization(held)
+
+
+def _runs_unasked(plan: Plan) -> bool:
+    """Whether an allowed call runs with no one told or asked before it (its mode's say)."""
+    return plan.approval is None and plan.report is None and plan.mode is not ApprovalMode.DEFER
 
 
 class Dispatcher:
@@ -182,6 +194,8 @@ class Dispatcher:
         """
         run = journal.run
         can_ask = self.approver is not None and self.approver.available()
+        if self._decides_on_read(journal, decoded):
+            return await self._authorize_held(journal, decoded, can_ask=can_ask)
         while True:
             prepare = partial(self._prepare, journal, decoded, can_ask=can_ask)
             authorization, facts, plan = await journal.write_prepared(prepare)
@@ -190,6 +204,46 @@ class Dispatcher:
                 keep_run_facts(run, facts)
             if not plan.stale:
                 return authorization, plan
+
+    def _decides_on_read(self, journal: RunJournal, decoded: DecodedCall) -> bool:
+        """Whether the call is decided on a read, its decision stored with its receipt.
+
+        So is a call whose tool stays inside (ADR 0023), once its run's roots are known and
+        while its session is kept in memory: its few path facts are then read on the event
+        loop, as a small file is (no worker-thread trip), and no commit precedes the run.
+        """
+        tool, run = decoded.tool, journal.run
+        return (
+            tool is not None
+            and tool.definition.effects.stays_inside
+            and not decoded.decode_error
+            and run.roots is not None
+            and self.writer.journal.is_kept(run.session_id.as_uuid())
+        )
+
+    async def _authorize_held(
+        self, journal: RunJournal, decoded: DecodedCall, *, can_ask: bool
+    ) -> tuple[Authorization, Plan]:
+        """Decide the call on the session as kept, holding what the decision records.
+
+        A call that will run unasked keeps its decision held, to be stored with its
+        receipt; any other (ended by the decision, asking, reporting, deferring to the
+        tool) stores it now, before anything else happens, as every call does.
+        """
+        while True:
+            facts = self._gather(journal, decoded)
+            authorization = Authorization(
+                self.policy, self._views, journal.run, decoded, facts, can_ask=can_ask
+            )
+            held, plan = journal.read(partial(_decide_held, authorization))
+            if plan.stale:
+                continue
+            if facts is not None and plan.scope is not None:
+                keep_run_facts(journal.run, facts)
+            journal.held = tuple(held.writes)
+            if plan.result is not None or not _runs_unasked(plan):
+                await journal.write(_nothing)
+            return authorization, plan
 
     def _prepare(
         self, journal: RunJournal, decoded: DecodedCall, *, can_ask: bool
@@ -248,8 +302,12 @@ class Dispatcher:
     ) -> ToolOutput:
         run, tool = journal.run, authorization.tool
         assert tool is not None  # noqa: S101 - an authorized call has a tool
-        run.tmp_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        environment = {**self._environment, **dict.fromkeys(TEMP_VARIABLES, str(run.tmp_dir))}
+        if not run.tmp_made:
+            run.tmp_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # A tool that stays inside removes nothing: the directory is there for the next call.
+        # Any other may have removed it (a shell's `rm -r "$TMPDIR"`), so it is made again.
+        run.tmp_made = tool.definition.effects.stays_inside
+        environment = {**self._environment, **run.tmp_environment}
 
         def check_path(path: str, operation: FileOperation) -> PathAccessDecision:
             return scope.decide(path, operation)

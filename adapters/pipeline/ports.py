@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Protocol, TypeVar
+from uuid import UUID
 
 from domain.ids import SessionId
 from domain.session.aggregate import Session
@@ -26,6 +27,10 @@ class SessionReads(Protocol):
 
     def read_session(self, session_id: SessionId, view: Callable[[Session], T]) -> T:
         """`view` of the session as last saved; `view` must not change it."""
+        ...
+
+    def is_kept(self, stream_id: UUID) -> bool:
+        """Whether the stream's last saved state is in memory (a read costs no replay)."""
         ...
 
 

@@ -52,6 +52,15 @@ class ToolEffects(Value):
             raise ValueError(msg)
         return self
 
+    @property
+    def stays_inside(self) -> bool:
+        """Whether a call changes nothing and reaches nothing beyond the trusted roots.
+
+        Such a call's attempt, decision and receipt are stored in one commit after it ran
+        (ADR 0023): nothing it did or read has left the process before that commit.
+        """
+        return self.read_only and not self.open_world
+
 
 class ToolDefinition(Value):
     """The name, description and argument schema a model sees, plus how the pipeline treats it.

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+from uuid import UUID
 
 import anyio
 import pytest
@@ -218,7 +219,11 @@ async def test_a_subagents_calls_decide_from_facts_gathered_first(
 async def test_the_facts_are_gathered_in_a_worker_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A slow filesystem holds up the call, never the event loop."""
+    """A slow filesystem holds up a call with effects, never the event loop.
+
+    (A call that stays inside, like `read_file`, reads its few facts on the loop once its
+    run's roots are known, as it reads a small file there: ADR 0023.)
+    """
     outside = tmp_path / "outside"
     outside.mkdir()
     target = outside / "slow.txt"
@@ -248,7 +253,7 @@ async def test_the_facts_are_gathered_in_a_worker_thread(
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(tick)
-            result = await pipeline.call("read_file", path=str(target))
+            result = await pipeline.call("write_file", path=str(target), content="fast\n")
             tasks.cancel_scope.cancel()
     finally:
         pipeline.close()
@@ -297,6 +302,10 @@ class StaleReads:
     def session(self, session_id: SessionId) -> Session:
         """The real session."""
         return self.real.session(session_id)
+
+    def is_kept(self, stream_id: UUID) -> bool:
+        """As the real journal says."""
+        return self.real.is_kept(stream_id)
 
     def read_session(self, session_id: SessionId, view: Callable[[Session], T]) -> T:
         """The first view is of a fresh session with no project; later ones are real."""
