@@ -10,6 +10,7 @@ from pathlib import Path
 from adapters.fs.envelope import Envelope
 from adapters.settings.tools import RootSetting
 from domain.authorization.roots import ProtectedPaths, TrustedRoot
+from domain.authorization.scope import ScopeFacts
 from domain.ids import RunId, SessionId
 from domain.tools.exposure import ExposurePolicy
 from domain.tools.output import INLINE_LIMIT
@@ -38,6 +39,9 @@ class RunScope:
     protected: ProtectedPaths | None = None
     """The protected paths as they were at the run's first call (file identities included)."""
 
+    scope: ScopeFacts | None = None
+    """The project and workspace facts a call that stays inside gathered; kept until a call
+    that may change the filesystem runs, and only for the same declared project."""
     tmp_made: bool = False
     """Whether the temporary directory was made in this run (and no call since may remove it)."""
 

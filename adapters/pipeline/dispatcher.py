@@ -239,7 +239,7 @@ class Dispatcher:
             if plan.stale:
                 continue
             if facts is not None and plan.scope is not None:
-                keep_run_facts(journal.run, facts)
+                keep_run_facts(journal.run, facts, stays_inside=True)
             journal.held = tuple(held.writes)
             if plan.result is not None or not _runs_unasked(plan):
                 await journal.write(_nothing)
@@ -306,7 +306,10 @@ class Dispatcher:
             run.tmp_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         # A tool that stays inside removes nothing: the directory is there for the next call.
         # Any other may have removed it (a shell's `rm -r "$TMPDIR"`), so it is made again.
-        run.tmp_made = tool.definition.effects.stays_inside
+        stays_inside = run.tmp_made = tool.definition.effects.stays_inside
+        if not stays_inside:
+            # It may change the project or the workspace: their facts are read again.
+            run.scope = None
         environment = {**self._environment, **run.tmp_environment}
 
         def check_path(path: str, operation: FileOperation) -> PathAccessDecision:
@@ -341,3 +344,6 @@ class Dispatcher:
             raise
         except Exception as error:  # noqa: BLE001 - a failing tool becomes a classified result
             return classify(error)
+        finally:
+            if not stays_inside:
+                run.scope = None

@@ -69,7 +69,7 @@ def gather_call(
 
     `project` reads the project directory the session declares now. A run's roots and
     protected paths are read until a call has checked paths with them (`keep_run_facts`);
-    later calls reuse the run's.
+    later calls reuse the run's, and its kept project and workspace facts while they hold.
     """
     tool = decoded.tool
     assert tool is not None  # noqa: S101 - gathered only when needs_facts
@@ -84,13 +84,24 @@ def gather_call(
         roots = run_roots(run.envelope, policy.roots)
         protected = policy.protection()
     declared = project()
-    scope = gather_scope(run.envelope.workspace, declared)
+    scope = run.scope
+    if scope is None or scope.project != declared:
+        scope = gather_scope(run.envelope.workspace, declared)
     targets = gather_targets(assessment.targets, scope.base)
     paths = CallPaths(declared, roots, protected, scope, targets)
     return CallFacts(assessment=assessment, paths=paths)
 
 
-def keep_run_facts(run: RunScope, facts: CallFacts) -> None:
-    """Keep the roots and protected paths a call checked its paths with, for the run's rest."""
-    if facts.paths is not None and (run.roots is None or run.protected is None):
+def keep_run_facts(run: RunScope, facts: CallFacts, *, stays_inside: bool = False) -> None:
+    """Keep the roots and protected paths a call checked its paths with, for the run's rest.
+
+    The project and workspace facts of a call that stays inside are kept too, until a call
+    that may change the filesystem runs (`RunScope.scope`). Each target's facts are never
+    kept: they are read for every call.
+    """
+    if facts.paths is None:
+        return
+    if run.roots is None or run.protected is None:
         run.roots, run.protected = facts.paths.roots, facts.paths.protected
+    if stays_inside:
+        run.scope = facts.paths.scope

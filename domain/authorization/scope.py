@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from domain.authorization.facts import PathFacts
 from domain.authorization.path_access import PathAllowed, decide_path
@@ -37,7 +38,7 @@ class ScopeFacts:
         """Whether the project is a directory, and so the base of relative paths."""
         return self.project is not None and self.project_facts is not None
 
-    @property
+    @cached_property
     def base(self) -> str | None:
         """The base relative paths use: the project when available, else the workspace."""
         return select_base(

@@ -51,20 +51,26 @@ def record_arguments(
     found = _secrets(secrets)
     bounded: list[str] = []
     kept = _walk(dict(arguments), found, WHOLE, bounded)
-    whole = redact(compact_json(_walk(dict(arguments), found, WHOLE, None)), found)
     text = compact_json(kept)
     # A secret can still show in the JSON text (a number, or one spanning a key and its
     # value); then, as when the text is too long, only the whole object's digest is kept.
     size = len(text.encode("utf-8")) + sum(len(pointer.encode("utf-8")) for pointer in bounded)
-    if size <= ARGUMENTS_LIMIT and redact(text, found) == text:
+    if size <= ARGUMENTS_LIMIT and (not found or redact(text, found) == text):
         try:
             recorded = RecordedArguments(arguments=kept, bounded=tuple(bounded))
         except ValidationError:
             pass  # bounding nested a value one level too deep: keep the whole digest
         else:
-            return recorded, whole if bounded else None
+            # Nothing bounded: the recorded arguments are whole, and nothing is spilled.
+            return recorded, _whole(arguments, found) if bounded else None
+    whole = _whole(arguments, found)
     replaced = RecordedArguments(arguments=bounded_value(whole, found), bounded=(WHOLE,))
     return replaced, whole
+
+
+def _whole(arguments: Mapping[str, JsonValue], secrets: list[str]) -> str:
+    """The whole arguments object, redacted, as compact JSON: the text a spill keeps."""
+    return redact(compact_json(_walk(dict(arguments), secrets, WHOLE, None)), secrets)
 
 
 def _secrets(secrets: Iterable[str]) -> list[str]:

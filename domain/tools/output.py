@@ -16,6 +16,8 @@ WINDOW_LIMIT = 16_000
 
 def redact(text: str, secrets: Iterable[str]) -> str:
     """Replace every exact occurrence of each secret, longest first so none leaks partly."""
+    if not secrets:
+        return text
     for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
         text = text.replace(secret, REDACTED)
     return text

@@ -339,3 +339,51 @@ class StaleWriter:
     ) -> T:
         """The other writer's prepared update."""
         return await self.writer.update_prepared(session_id, prepare)
+
+
+@pytest.mark.anyio
+async def test_a_kept_project_scope_never_reaches_through_a_swapped_project(
+    tmp_path: Path,
+) -> None:
+    """Reads keep the run's project facts; a project swapped for a link still denies.
+
+    Between two reads, another process replaces the declared project directory with a link
+    to a directory outside every root. The second read's base is the kept project path, but
+    its target is resolved afresh, through the link, and checked against the project root as
+    it really was: the outside file is never read.
+    """
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "notes.txt").write_text("inside\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "notes.txt").write_text("not for this session\n")
+    pipeline = make_pipeline(tmp_path, roots=[(project, ALL)])
+    try:
+        await pipeline.call("set_working_directory", path=str(project))
+        first = await pipeline.call("read_file", path="notes.txt")
+        assert "inside" in first.text, first.text
+        assert pipeline.run.scope is not None
+        assert pipeline.run.scope.project == os.path.realpath(project)
+        project.rename(tmp_path / "moved")
+        project.symlink_to(outside, target_is_directory=True)
+        second = await pipeline.call("read_file", path="notes.txt")
+    finally:
+        pipeline.close()
+    assert "not for this session" not in second.text
+    assert DenialCategory.LINK_BOUNDARY == second.denial, second.text
+
+
+@pytest.mark.anyio
+async def test_a_call_with_effects_drops_the_kept_scope(tmp_path: Path) -> None:
+    """After a write the project and workspace facts are gathered again."""
+    pipeline = make_pipeline(tmp_path)
+    try:
+        (pipeline.workspace / "a.txt").write_text("a\n")
+        await pipeline.call("read_file", path="a.txt")
+        await pipeline.call("read_file", path="a.txt")
+        assert pipeline.run.scope is not None
+        await pipeline.call("write_file", path="b.txt", content="b\n")
+        assert pipeline.run.scope is None
+    finally:
+        pipeline.close()
