@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import StrEnum
-from functools import singledispatchmethod
+from functools import lru_cache, singledispatchmethod
+from typing import Any
 
 from pydantic import JsonValue
 
@@ -23,8 +24,9 @@ from domain.session.events import (
 from domain.shell.confinement import Confinement
 from domain.values.authorization import ApprovalVerdict, PolicyDecision
 from domain.values.receipts import FileActivity, InputProblem
-from projections.catalog import session_of
-from projections.contract import Batch, Position, Table
+from projections.catalog import session_id_of, session_of
+from projections.contract import Batch, Position, Stored, Table
+from projections.per_event import EventByEvent, handled_topics
 
 AUTHORIZATION_AUDIT = Table(
     name="authorization_audit",
@@ -139,12 +141,183 @@ def operations_and_paths(activity: Iterable[FileActivity]) -> tuple[str, str]:
     return json_array(str(a.operation) for a in listed), json_array(a.path for a in listed)
 
 
-class AuthorizationAudit:
+Row = dict[str, Any]
+"""An audit row being folded in memory: column name to value."""
+Fields = Mapping[str, Any]
+_INSERTED = tuple(column for column in AUTHORIZATION_AUDIT.columns if column != "duration_ms")
+_INSERT = (
+    f"INSERT INTO authorization_audit ({', '.join(_INSERTED)}, duration_ms)"  # noqa: S608 - fixed columns
+    f" VALUES ({', '.join('?' * len(_INSERTED))},"
+    " ROUND((julianday(?) - julianday(?)) * 86400000.0))"
+)
+"""One folded row; its duration computed by SQLite from its end and start, as `ENDED` does."""
+
+
+def _started(stored: Stored, f: Fields) -> Row:
+    """The row an attempt's start inserts (every other column empty)."""
+    recorded = f.get("arguments")
+    bounded = f.get("bounded_arguments")
+    row: Row = dict.fromkeys(_INSERTED)
+    row.update(
+        attempt_id=f["attempt_id"],
+        session_id=session_id_of(stored.stream),
+        run_id=f["run_id"],
+        call_id=f["call_id"],
+        tool=f["tool_name"],
+        operations="[]",
+        paths="[]",
+        decision=AuditDecision.PENDING,
+        reviewed_safe=0,
+        approval_asked=0,
+        started_at=stored.at().isoformat(),
+        arguments=None if recorded is None else compact_json(recorded),
+        bounded_arguments=json_array(bounded) if bounded else None,
+        arguments_spill_id=f.get("arguments_spill_id"),
+        command=_command_argument(recorded),
+    )
+    return row
+
+
+@lru_cache(maxsize=4096)
+def _arrays(activity: tuple[tuple[str, str], ...]) -> tuple[str, str]:
+    """The operations and the paths of (operation, path) pairs, as JSON arrays; paths recur."""
+    return json_array(a[0] for a in activity), json_array(a[1] for a in activity)
+
+
+def _targets(row: Row, activity: Sequence[Fields], *, only_if_empty: bool) -> None:
+    if not activity:
+        return
+    operations, paths = _arrays(tuple((str(a["operation"]), str(a["path"])) for a in activity))
+    if not only_if_empty or row["operations"] == "[]":
+        row["operations"] = operations
+    if not only_if_empty or row["paths"] == "[]":
+        row["paths"] = paths
+
+
+def _policy(row: Row, f: Fields, _stored: Stored) -> None:
+    decision = PolicyDecision(f["decision"])
+    rule = f["rule"]
+    row.update(
+        decision=_POLICY[decision],
+        rule=rule,
+        approval_mode=f.get("approval_mode"),
+        reviewed_safe=int(decision is PolicyDecision.ALLOW and rule.startswith(REVIEWED_SAFE)),
+        detail=f.get("detail") or None,
+    )
+    _targets(row, f.get("targets") or (), only_if_empty=False)
+
+
+def _asked(row: Row, f: Fields, _stored: Stored) -> None:
+    row.update(approval_asked=1, approval_mode=f["mode"], grant_key=f.get("grant_key") or None)
+
+
+def _decided(row: Row, f: Fields, stored: Stored) -> None:
+    approved = f["verdict"] == ApprovalVerdict.APPROVED
+    row.update(
+        decision=AuditDecision.ALLOWED if approved else AuditDecision.DENIED,
+        approval_verdict=f["verdict"],
+        approval_scope=f["scope"],
+        decided_by=f["decided_by"],
+        decided_at=stored.at().isoformat(),
+    )
+
+
+def _ended(row: Row, stored: Stored, detail: str | None) -> None:
+    row["ended_at"] = stored.at().isoformat()
+    if detail is not None:
+        row["detail"] = detail
+
+
+def _denied(row: Row, f: Fields, stored: Stored) -> None:
+    row.update(decision=AuditDecision.DENIED, failure_category=f["category"])
+    _ended(row, stored, f.get("detail") or None)
+
+
+def _corrected(row: Row, f: Fields, stored: Stored) -> None:
+    row.update(decision=AuditDecision.CORRECTED, remediation=f["remediation"])
+    _ended(row, stored, f.get("detail") or None)
+
+
+def _unknown(row: Row, f: Fields, stored: Stored) -> None:
+    row["outcome"] = UNKNOWN_OUTCOME
+    _ended(row, stored, f.get("reason") or None)
+
+
+def _receipt(row: Row, f: Fields, stored: Stored) -> None:
+    if row["decision"] == AuditDecision.PENDING:
+        row["decision"] = AuditDecision.NOT_RUN
+    row.update(outcome=f["outcome"], remediation=f.get("remediation"), spill_id=f.get("spill_id"))
+    problems = f.get("problems")
+    if problems:
+        row["detail"] = "; ".join(f"{p['field']}: {p['message']}" for p in problems)[:DETAIL_LIMIT]
+    shell = f.get("shell")
+    if shell is not None:
+        row.update(
+            command=shell["command"],
+            shell_cwd=shell["cwd"],
+            shell_exit_code=shell.get("exit_code"),
+            shell_timed_out=int(shell.get("timed_out", False)),
+            shell_duration_ms=shell.get("duration_ms", 0),
+            shell_output_bytes=shell.get("output_bytes", 0),
+        )
+    confinement = f.get("confinement")
+    if confinement is not None:
+        state = "confined" if confinement["confined"] else "unconfined"
+        row.update(
+            sandbox=f"{state} ({confinement['mode']})",
+            sandbox_abi=confinement["abi"],
+            sandbox_network=int(confinement.get("network", False)),
+            sandbox_rules=confinement.get("rules_digest"),
+            sandbox_missing="; ".join(confinement.get("missing") or ()) or None,
+        )
+    _targets(row, f.get("file_activity") or (), only_if_empty=True)
+    _ended(row, stored, None)
+
+
+_FOLDS: dict[str, Callable[[Row, Fields, Stored], None]] = {
+    PolicyEvaluated.TOPIC: _policy,
+    ApprovalRequested.TOPIC: _asked,
+    ApprovalDecided.TOPIC: _decided,
+    AttemptDenied.TOPIC: _denied,
+    CorrectionIssued.TOPIC: _corrected,
+    ToolReceiptRecorded.TOPIC: _receipt,
+    AttemptOutcomeMarkedUnknown.TOPIC: _unknown,
+}
+"""How each event of an attempt started in the same batch changes its row in memory; the
+same changes as the statements of `apply`, which serve attempts of earlier batches."""
+
+
+class AuthorizationAudit(EventByEvent):
     """Which calls were allowed, denied or corrected, by which rule, who approved, and how long."""
 
     name = "authorization_audit"
     version = 3
     tables: tuple[Table, ...] = (AUTHORIZATION_AUDIT,)
+
+    def apply_batch(self, events: Sequence[Stored], batch: Batch) -> None:
+        """Fold the attempts started in the batch in memory and insert each once, whole.
+
+        An event of an attempt started in an earlier batch becomes its update statement.
+        """
+        topics = handled_topics(type(self))
+        folded: dict[str, Row] = {}
+        for stored in events:
+            topic = stored.topic
+            if topic not in topics:
+                continue
+            f = stored.fields()
+            if topic == AuthorizationAttemptStarted.TOPIC:
+                folded[f["attempt_id"]] = _started(stored, f)
+                continue
+            row = folded.get(f["attempt_id"])
+            if row is None:
+                self.apply(stored.event(), stored.position(), batch)
+            else:
+                _FOLDS[topic](row, f, stored)
+        batch.add_rows(
+            _INSERT,
+            [(*row.values(), row["ended_at"], row["started_at"]) for row in folded.values()],
+        )
 
     @singledispatchmethod
     def apply(self, event: DomainEvent, position: Position, batch: Batch) -> None:

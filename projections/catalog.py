@@ -1,7 +1,16 @@
-"""The session catalog: one row per session, kept current from its events; projection layer."""
+"""The session catalog: one row per session, kept current from its events; projection layer.
+
+Most of a session's events only move its last activity and one of its counts (messages,
+model requests, tool calls, denials): a batch counts them per session and writes one update
+per session. The few that change what a session is (opened, storage bound, a run started or
+ended, closed) are decoded and applied one by one, in log order, before the
+counts; projection layer.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import singledispatchmethod
 
 from domain.base import DomainEvent
@@ -18,7 +27,9 @@ from domain.session.events import (
     SessionOpened,
     StorageBound,
 )
-from projections.contract import Batch, Position, Table
+from domain.topics import EVENT_TYPES
+from projections.contract import Batch, Position, Stored, Table
+from projections.per_event import EventByEvent, handled_topics
 
 SESSIONS = Table(
     name="sessions",
@@ -56,18 +67,70 @@ def session_of(position: Position) -> str:
     return str(SessionId.from_uuid(position.stream))
 
 
-class SessionCatalog:
+def session_id_of(stream: str) -> str:
+    """The session id of a stream given by its 32 hex digits."""
+    return f"{SessionId.prefix}{stream}"
+
+
+SESSION_TOPICS = frozenset(t.TOPIC for t in EVENT_TYPES if issubclass(t, SessionEvent))
+"""Every event of a session after its opening moves the session's last activity."""
+COUNTED: dict[str, int] = {
+    MessageAppended.TOPIC: 0,
+    ModelRequested.TOPIC: 1,
+    AuthorizationAttemptStarted.TOPIC: 2,
+    AttemptDenied.TOPIC: 3,
+}
+"""The topics a session's counts follow, by the count's place in `_COUNTS`."""
+_COUNTS = (
+    "UPDATE sessions SET last_activity_at = ?, messages = messages + ?,"
+    " model_requests = model_requests + ?, tool_calls = tool_calls + ?,"
+    " denials = denials + ? WHERE session_id = ?"
+)
+
+
+@dataclass(slots=True)
+class _Tally:
+    """One session's events in a batch: the last of them, and its counts by `COUNTED` place."""
+
+    last: Stored
+    counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+
+
+class SessionCatalog(EventByEvent):
     """Which sessions exist, who opened them, whether a run is live, and their counts."""
 
     name = "sessions"
     version = 3
     tables: tuple[Table, ...] = (SESSIONS,)
 
+    def apply_batch(self, events: Sequence[Stored], batch: Batch) -> None:
+        """Apply the batch's defining events in order, then one count update per session."""
+        defining = handled_topics(type(self))
+        tallies: dict[str, _Tally] = {}
+        for stored in events:
+            topic = stored.topic
+            if topic in defining:
+                self.apply(stored.event(), stored.position(), batch)
+            if topic in SESSION_TOPICS:
+                tally = tallies.get(stored.stream)
+                if tally is None:
+                    tally = tallies[stored.stream] = _Tally(stored)
+                else:
+                    tally.last = stored
+                place = COUNTED.get(topic)
+                if place is not None:
+                    tally.counts[place] += 1
+        batch.add_rows(
+            _COUNTS,
+            [
+                (tally.last.at().isoformat(), *tally.counts, session_id_of(stream))
+                for stream, tally in tallies.items()
+            ],
+        )
+
     @singledispatchmethod
     def apply(self, event: DomainEvent, position: Position, batch: Batch) -> None:
-        """Sessions' other events only move the last activity."""
-        if isinstance(event, SessionEvent):
-            self._touch(position, batch)
+        """Other events change only what `apply_batch` counts."""
 
     @apply.register
     def _(self, event: SessionOpened, position: Position, batch: Batch) -> None:
@@ -113,10 +176,6 @@ class SessionCatalog:
         )
 
     @apply.register
-    def _(self, _event: ModelRequested, position: Position, batch: Batch) -> None:
-        self._touch(position, batch, "model_requests = model_requests + 1")
-
-    @apply.register
     def _(self, event: SessionClosed, position: Position, batch: Batch) -> None:
         self._touch(
             position,
@@ -125,21 +184,6 @@ class SessionCatalog:
             position.at.isoformat(),
             str(event.reason),
         )
-
-    @apply.register
-    def _(self, _event: MessageAppended, position: Position, batch: Batch) -> None:
-        self._touch(position, batch, "messages = messages + 1")
-
-    @apply.register
-    def _(self, _event: AuthorizationAttemptStarted, position: Position, batch: Batch) -> None:
-        self._touch(position, batch, "tool_calls = tool_calls + 1")
-
-    @apply.register
-    def _(self, _event: AttemptDenied, position: Position, batch: Batch) -> None:
-        self._touch(position, batch, "denials = denials + 1")
-
-    def finish(self, batch: Batch) -> None:
-        """Nothing is recomputed at the end of a batch."""
 
     @staticmethod
     def _touch(position: Position, batch: Batch, change: str = "", *params: object) -> None:

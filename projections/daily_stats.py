@@ -7,8 +7,11 @@ the journal and in the authorization audit; projection layer.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import singledispatchmethod
+from typing import Any
 
 from domain.base import DomainEvent
 from domain.session.events import (
@@ -22,7 +25,8 @@ from domain.session.events import (
 )
 from domain.tools.exposure import NO_SUCH_TOOL
 from domain.values.authorization import ApprovalVerdict, DenialCategory
-from projections.contract import Batch, Position, Table
+from projections.contract import Batch, Position, Stored, Table
+from projections.per_event import EventByEvent, handled_topics
 
 DAILY_STATS = Table(
     name="daily_stats",
@@ -98,19 +102,124 @@ _P95 = (
 )
 
 
+Fields = Mapping[str, Any]
+_DURATION = (
+    "INSERT INTO daily_durations (attempt_id, day, tool, outcome, duration_ms)"
+    " VALUES (?, ?, ?, ?, ROUND((julianday(?) - julianday(?)) * 86400000.0))"
+)
+_COUNT = (
+    "INSERT INTO daily_stats (day, tool, outcome, calls, total_duration_ms, denials,"
+    " approvals_asked, approvals_granted, approvals_timed_out)"
+    " SELECT day, tool, outcome, 1, duration_ms, ?, ?, ?, ? FROM daily_durations"
+    " WHERE attempt_id = ?"
+    " ON CONFLICT (day, tool, outcome) DO UPDATE SET calls = calls + 1,"
+    " total_duration_ms = total_duration_ms + excluded.total_duration_ms,"
+    " denials = denials + excluded.denials,"
+    " approvals_asked = approvals_asked + excluded.approvals_asked,"
+    " approvals_granted = approvals_granted + excluded.approvals_granted,"
+    " approvals_timed_out = approvals_timed_out + excluded.approvals_timed_out"
+)
+_ENDINGS = {
+    ToolReceiptRecorded.TOPIC: None,
+    AttemptDenied.TOPIC: DENIED,
+    CorrectionIssued.TOPIC: CORRECTED,
+    AttemptOutcomeMarkedUnknown.TOPIC: UNKNOWN,
+}
+"""Each ending topic and its outcome (a receipt names its own)."""
+
+
+@dataclass(slots=True)
+class _Open:
+    """An attempt started in the batch, as its helper row would hold it."""
+
+    day: str
+    tool: str
+    started_at: str
+    asked: int = 0
+    granted: int = 0
+    timed_out: int = 0
+
+
 def utc_day(at: datetime) -> str:
     """The UTC date of `at` (a naive time is taken as UTC), as YYYY-MM-DD."""
     aware = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
     return aware.astimezone(UTC).date().isoformat()
 
 
-class DailyStats:
+class DailyStats(EventByEvent):
     """How many calls each tool made per day, how they ended, how long they took."""
 
     name = "daily_stats"
     version = 2
     """2: calls of unregistered names are grouped as `(unknown)`."""
     tables: tuple[Table, ...] = (DAILY_STATS, DAILY_ATTEMPTS, DAILY_DURATIONS)
+
+    def apply_batch(self, events: Sequence[Stored], batch: Batch) -> None:
+        """Fold the attempts started in the batch in memory, then write them set by set.
+
+        Each ended attempt gets its duration and its count, each still open a helper row,
+        and every group touched its p95. An event of an attempt started in an earlier batch
+        becomes its statements, as before.
+        """
+        topics = handled_topics(type(self))
+        opened: dict[str, _Open] = {}
+        durations: list[tuple[object, ...]] = []
+        counts: list[tuple[object, ...]] = []
+        for stored in events:
+            topic = stored.topic
+            if topic not in topics:
+                continue
+            f = stored.fields()
+            attempt_id = f["attempt_id"]
+            if topic == AuthorizationAttemptStarted.TOPIC:
+                at = stored.at()
+                opened[attempt_id] = _Open(utc_day(at), f["tool_name"], at.isoformat())
+                continue
+            attempt = opened.get(attempt_id)
+            if attempt is None:
+                self.apply(stored.event(), stored.position(), batch)
+            elif topic == ApprovalRequested.TOPIC:
+                attempt.asked = 1
+            elif topic == ApprovalDecided.TOPIC:
+                column = _APPROVAL_COLUMN.get(ApprovalVerdict(f["verdict"]))
+                if column is not None:
+                    setattr(attempt, column, 1)
+            elif topic in _ENDINGS:
+                outcome = _ENDINGS[topic] or f["outcome"]
+                if outcome == DENIED and _unregistered(f):
+                    attempt.tool = UNKNOWN_TOOL
+                del opened[attempt_id]
+                durations.append(
+                    (
+                        attempt_id,
+                        attempt.day,
+                        attempt.tool,
+                        outcome,
+                        stored.at().isoformat(),
+                        attempt.started_at,
+                    )
+                )
+                counts.append(
+                    (
+                        int(outcome == DENIED),
+                        attempt.asked,
+                        attempt.granted,
+                        attempt.timed_out,
+                        attempt_id,
+                    )
+                )
+                batch.dirty.add(attempt_id)
+        batch.add_rows(_DURATION, durations)
+        batch.add_rows(_COUNT, counts)
+        batch.add_rows(
+            "INSERT INTO daily_attempts (attempt_id, day, tool, started_at, asked, granted,"
+            " timed_out) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (attempt_id, a.day, a.tool, a.started_at, a.asked, a.granted, a.timed_out)
+                for attempt_id, a in opened.items()
+            ],
+        )
+        self.finish(batch)
 
     @singledispatchmethod
     def apply(self, event: DomainEvent, position: Position, batch: Batch) -> None:
@@ -200,3 +309,8 @@ class DailyStats:
         )
         batch.add("DELETE FROM daily_attempts WHERE attempt_id = ?", attempt_id)
         batch.dirty.add(attempt_id)
+
+
+def _unregistered(f: Fields) -> bool:
+    """Whether a denial's fields say no tool is registered under the call's name."""
+    return bool(f["category"] == DenialCategory.NOT_EXPOSED and f.get("detail", "") == NO_SUCH_TOOL)

@@ -7,6 +7,7 @@ from functools import singledispatchmethod
 from domain.base import DomainEvent
 from domain.devices.events import DevicePaired, DeviceRevoked, DeviceSeen
 from projections.contract import Batch, Position, Table, utc_text
+from projections.per_event import EventByEvent
 
 DEVICES = Table(
     name="devices",
@@ -22,7 +23,7 @@ DEVICES = Table(
 )
 
 
-class DeviceList:
+class DeviceList(EventByEvent):
     """Which devices are paired, which are still active, and when each was last seen.
 
     A token's salt and hash never leave the registry's events, so the table is safe to show.

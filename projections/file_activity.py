@@ -6,6 +6,7 @@ policy checked as writes, what it may have changed rather than what it did; proj
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import singledispatchmethod
 
 from domain.base import DomainEvent
@@ -17,8 +18,9 @@ from domain.session.events import (
     ToolReceiptRecorded,
 )
 from domain.values.receipts import OutcomeCategory
-from projections.catalog import session_of
-from projections.contract import Batch, Position, Table
+from projections.catalog import session_id_of, session_of
+from projections.contract import Batch, Position, Stored, Table
+from projections.per_event import EventByEvent, handled_topics
 
 FILE_ACTIVITY = Table(
     name="file_activity",
@@ -47,13 +49,66 @@ FILE_ACTIVITY_ATTEMPTS = Table(
     doc="Helper of file_activity: the tool of each attempt that has not ended yet.",
 )
 
+_ROW = (
+    "INSERT OR IGNORE INTO file_activity (attempt_id, path, operation, session_id, run_id, tool,"
+    " at) VALUES (?, ?, ?, ?, ?,"
+    " COALESCE(?, (SELECT tool FROM file_activity_attempts WHERE attempt_id = ?)), ?)"
+)
+"""One path of a receipt; the tool given, or else the helper row's (an earlier batch's call)."""
+_ENDINGS = frozenset(
+    (AttemptDenied.TOPIC, CorrectionIssued.TOPIC, AttemptOutcomeMarkedUnknown.TOPIC)
+)
 
-class FileActivityLog:
+
+class FileActivityLog(EventByEvent):
     """Which files a session's tools touched, when, with which operation and tool."""
 
     name = "file_activity"
     version = 2
     tables: tuple[Table, ...] = (FILE_ACTIVITY, FILE_ACTIVITY_ATTEMPTS)
+
+    def apply_batch(self, events: Sequence[Stored], batch: Batch) -> None:
+        """The batch's paths in one statement; helper rows only for calls still open at its end.
+
+        A call started in the batch has its tool in memory; one started earlier has it in
+        the helper table, which the batch deletes once the call ended.
+        """
+        topics = handled_topics(type(self))
+        tools: dict[str, str] = {}
+        paths: list[tuple[object, ...]] = []
+        forget: list[tuple[str]] = []
+        for stored in events:
+            topic = stored.topic
+            if topic not in topics:
+                continue
+            f = stored.fields()
+            attempt_id = f["attempt_id"]
+            if topic == AuthorizationAttemptStarted.TOPIC:
+                tools[attempt_id] = f["tool_name"]
+                continue
+            tool = tools.pop(attempt_id, None)
+            if tool is None:
+                forget.append((attempt_id,))
+            if topic in _ENDINGS:
+                continue
+            rows: list[tuple[str, str]] = []
+            if f["outcome"] == OutcomeCategory.SUCCESS:
+                rows.extend((a["path"], a["operation"]) for a in f.get("file_activity") or ())
+            shell = f.get("shell")
+            if shell is not None:
+                rows.extend((path, SHELL_CANDIDATE) for path in shell.get("candidates") or ())
+            session_id = session_id_of(stored.stream)
+            at = stored.at().isoformat()
+            paths.extend(
+                (attempt_id, path, operation, session_id, f["run_id"], tool, attempt_id, at)
+                for path, operation in rows
+            )
+        batch.add_rows(_ROW, paths)
+        batch.add_rows("DELETE FROM file_activity_attempts WHERE attempt_id = ?", forget)
+        batch.add_rows(
+            "INSERT INTO file_activity_attempts (attempt_id, tool) VALUES (?, ?)",
+            list(tools.items()),
+        )
 
     @singledispatchmethod
     def apply(self, event: DomainEvent, position: Position, batch: Batch) -> None:

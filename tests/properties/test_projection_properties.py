@@ -8,8 +8,8 @@ them. Between writes the projections catch up in batches of random size, and the
 replaced by a fresh one ("restart") now and then. At the end every table must hold exactly
 the rows of one rebuild of the same journal into a scratch file.
 
-Three more: each projection keeps its own position; a batch that fails (in `apply`, in
-`finish`, or in one of its SQL statements) leaves the position and the rows as they were
+Three more: each projection keeps its own position; a batch that fails (while its
+statements are built, or in one of them) leaves the position and the rows as they were
 before it, after which a good projection catches up fully; and a catch-up or rebuild that
 commits while another catch-up builds its batch does not get that batch applied twice.
 
@@ -40,7 +40,6 @@ from adapters.journal.event_log import SqliteEventLog
 from adapters.journal.journal import SqliteJournal
 from adapters.projections.runner import POSITIONS, ProjectionRunner
 from adapters.settings.journal import Durability, JournalSettings
-from domain.base import DomainEvent
 from domain.devices.aggregate import DeviceRegistry
 from domain.errors import DomainError
 from domain.ids import AttemptId, CallId, DeviceId, RunId, SessionId
@@ -58,7 +57,7 @@ from domain.values.authorization import (
 from domain.values.conversation import ChatMessage, MessageRole
 from domain.values.receipts import FileActivity, OutcomeCategory, RemediationCode, ToolReceipt
 from domain.values.runs import RunEndReason
-from projections.contract import Batch, Position, Projection
+from projections.contract import Batch, Projection, Stored
 from projections.registry import ALL_PROJECTIONS
 from tests import strategies
 
@@ -664,34 +663,25 @@ class CrashError(Exception):
     """Raised by a test-only projection in the middle of a batch."""
 
 
-FAILURES = ("apply", "finish", "statement")
+FAILURES = ("raise", "statement")
 
 
 def failing(projection: Projection, at: int, where: str) -> Projection:
     """A copy of `projection` that fails in the batch holding log position `at`.
 
-    `apply` raises while the batch is built; `finish` raises at its end; `statement` adds
-    a statement that SQLite rejects, after the statements of the events before it ran.
+    `raise` raises once the batch's statements are built; `statement` adds a statement that
+    SQLite rejects, after the statements of the batch's events.
     """
     base: type[Any] = type(projection)
 
     class Failing(base):  # type: ignore[misc]  # a test-only subclass
-        armed = False
-
-        def apply(self, event: DomainEvent, position: Position, batch: Batch) -> None:
-            super().apply(event, position, batch)
-            if position.log != at:
+        def apply_batch(self, events: Sequence[Stored], batch: Batch) -> None:
+            super().apply_batch(events, batch)
+            if not any(stored.log == at for stored in events):
                 return
-            self.armed = True
-            if where == "apply":
+            if where == "raise":
                 raise CrashError(at)
-            if where == "statement":
-                batch.add("INSERT INTO no_such_table_in_the_journal VALUES (?)", at)
-
-        def finish(self, batch: Batch) -> None:
-            super().finish(batch)
-            if self.armed and where == "finish":
-                raise CrashError(at)
+            batch.add("INSERT INTO no_such_table_in_the_journal VALUES (?)", at)
 
     made = copy.deepcopy(projection)
     made.__class__ = Failing
@@ -777,10 +767,10 @@ def test_overlapping_catch_ups_apply_each_event_once(other: str) -> None:
         interrupt = getattr(overlapping, other)
 
         class Overlapped(type(catalog)):  # type: ignore[misc]  # a test-only subclass
-            def finish(self, batch: Batch) -> None:
+            def apply_batch(self, events: Sequence[Stored], batch: Batch) -> None:
                 # Another process catches up (or rebuilds) while this batch is being built.
                 interrupt()
-                super().finish(batch)
+                super().apply_batch(events, batch)
 
         ProjectionRunner(database, [Overlapped()]).catch_up(batch_size=1)
         assert head_of(database) == positions(database)[catalog.name]

@@ -42,7 +42,7 @@ from domain.values.runs import RunEndReason, SessionCloseReason
 from projections import registry
 from projections.authorization_audit import AuthorizationAudit
 from projections.catalog import SessionCatalog
-from projections.contract import Batch, Position, Projection
+from projections.contract import Batch, Decoded, Projection
 from projections.daily_stats import UNKNOWN_TOOL, DailyStats
 from projections.devices import DeviceList
 from projections.file_activity import FileActivityLog
@@ -155,13 +155,14 @@ def project(projection: Projection, *batches: Sequence[DomainEvent]) -> sqlite3.
     log = 0
     for events in batches:
         batch = Batch()
-        for event in events:
-            log += 1
-            at = Position(log=log, stream=event.originator_id, at=event.timestamp)
-            projection.apply(event, at, batch)
-        projection.finish(batch)
+        stored = [Decoded(event, log + index) for index, event in enumerate(events, start=1)]
+        log += len(stored)
+        projection.apply_batch(stored, batch)
         for statement in batch.statements:
-            db.execute(statement.sql, tuple(statement.params))
+            if statement.many:
+                db.executemany(statement.sql, statement.params)
+            else:
+                db.execute(statement.sql, tuple(statement.params))
     return db
 
 
