@@ -9,10 +9,17 @@ from __future__ import annotations
 import re
 import secrets
 import uuid
+from functools import lru_cache
 from typing import Any, ClassVar, Self
 
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
+
+
+@lru_cache(maxsize=4096)
+def _uuid_of(digits: str) -> uuid.UUID:
+    """The UUID of 32 hex digits; a session's stream id is asked for on every update."""
+    return uuid.UUID(hex=digits)
 
 
 class OpaqueId(str):
@@ -50,7 +57,7 @@ class OpaqueId(str):
 
     def as_uuid(self) -> uuid.UUID:
         """The id as a UUID (the journal's stream identifier)."""
-        return uuid.UUID(hex=self.hex)
+        return _uuid_of(self.hex)
 
     @classmethod
     def __get_pydantic_core_schema__(
