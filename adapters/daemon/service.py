@@ -3,7 +3,8 @@
 Start-up: the lock (a second daemon exits naming the first), logging, the journal,
 recovery of sessions whose host died, then the HTTP server on 127.0.0.1: `/healthz`,
 `/mcp` (device token), `/control` (local-control proof), `/pair`. While it runs, the
-projections are caught up continuously and stateless MCP sessions end when idle (after
+projections are caught up continuously (less often while calls flow: see
+adapters/daemon/catch_up_pace.py) and stateless MCP sessions end when idle (after
 `stateless_idle_timeout_seconds`). On SIGINT or SIGTERM it admits nothing new, lets
 running calls finish within the grace period, cancels the rest (each gets its `cancelled`
 receipt), closes every session as `daemon_stopped` (its run ends as `shutdown`) and exits 0.
@@ -35,6 +36,7 @@ from adapters.control.embedded import HOST, EmbeddedServer
 from adapters.control.pair_route import pair_route
 from adapters.control.parts import HostingParts
 from adapters.control.plane import ControlPlane
+from adapters.daemon.catch_up_pace import CatchUpPace
 from adapters.home import Home, ensure_home
 from adapters.hosting.daemon_lock import DaemonLock
 from adapters.mcp.callers import HTTP_STATELESS
@@ -48,6 +50,7 @@ from adapters.runtime.session_host import SessionHost
 from adapters.security.bearer import BearerGuard
 from adapters.security.loopback import LoopbackOnly
 from adapters.security.pairing import PairingCodes, TokenAuthenticator
+from adapters.security.registry_head import RegistryHead
 from adapters.settings.config_file import Config
 from adapters.upstream.manager import UpstreamManager
 from domain.errors import LedgerclawError
@@ -127,6 +130,7 @@ class Daemon:
     async def _serve(self, ready: Callable[[Daemon], None] | None) -> int:
         settings = self.config.daemon
         journal = self.parts.open_journal()
+        head = RegistryHead(self.home.database)
         try:
             runner, report = await self.parts.recover(journal)
             self.recovered = len(report.recovered)
@@ -134,7 +138,7 @@ class Daemon:
             host, approvals = self.parts.assemble(journal, upstream)
             self.host, self.approvals = host, approvals
             self.agents = self.parts.agent_host(journal, approvals, self._publish, upstream)
-            app, manager, guard = self._app(journal, host, approvals)
+            app, manager, guard = self._app(journal, host, approvals, head)
             self.guard = guard
             server = EmbeddedServer(
                 uvicorn.Config(
@@ -148,23 +152,13 @@ class Daemon:
                 )
             )
             served = anyio.Event()
-
-            async def serve() -> None:
-                try:
-                    await server.serve()
-                except SystemExit:
-                    # uvicorn exits when it cannot bind (taken since check_port): say so.
-                    log.exception("the HTTP server could not start")
-                finally:
-                    served.set()
-
             async with anyio.create_task_group() as tasks, manager.run():
                 if upstream is not None:
                     await tasks.start(upstream.run)
                 await self._start_agents(tasks)
                 tasks.start_soon(self._signals)
-                tasks.start_soon(serve)
-                tasks.start_soon(self._projections, runner)
+                tasks.start_soon(self._http, server, served)
+                tasks.start_soon(self._projections, runner, host)
                 tasks.start_soon(self._reap, host)
                 tasks.start_soon(self._watch_revocations, host)
                 while not server.started:
@@ -184,19 +178,33 @@ class Daemon:
                     await served.wait()
                 tasks.cancel_scope.cancel()
         finally:
+            head.close()
             journal.close()
         log.info("daemon stopped")
         return 0
 
+    @staticmethod
+    async def _http(server: EmbeddedServer, served: anyio.Event) -> None:
+        """Serve HTTP until told to exit; `served` is set once it has stopped (or never began)."""
+        try:
+            await server.serve()
+        except SystemExit:
+            # uvicorn exits when it cannot bind (taken since check_port): say so.
+            log.exception("the HTTP server could not start")
+        finally:
+            served.set()
+
     def _app(
-        self, journal: Journal, host: SessionHost, approvals: PendingApprovals
+        self, journal: Journal, host: SessionHost, approvals: PendingApprovals, head: RegistryHead
     ) -> tuple[Starlette, StreamableHTTPSessionManager, BearerGuard]:
         settings = self.config.daemon
         server = build_server(host, "http")
         manager = StreamableHTTPSessionManager(
             app=server, session_idle_timeout=float(settings.idle_timeout_seconds)
         )
-        authenticator = TokenAuthenticator(journal)
+        # Tokens are checked on the event loop against the kept registry whenever the head
+        # (one indexed read that never waits) shows it current: see registry_head.py.
+        authenticator = TokenAuthenticator(journal, head=head.version)
         self.authenticator = authenticator
 
         async def revoked(device: DeviceId) -> None:
@@ -205,7 +213,10 @@ class Daemon:
                     await host.close(hosted.key, SessionCloseReason.REVOKED)
 
         guard = BearerGuard(
-            SessionKeyCheck(StreamableHTTPASGIApp(manager)), authenticator.authenticate, revoked
+            SessionKeyCheck(StreamableHTTPASGIApp(manager)),
+            authenticator.authenticate,
+            revoked,
+            authenticate_kept=authenticator.authenticate_kept,
         )
         control = self.parts.control_plane(
             self.health,
@@ -283,12 +294,14 @@ class Daemon:
             async for signum in received:
                 self.stop(signal.Signals(signum).name)
 
-    async def _projections(self, runner: ProjectionRunner) -> None:
-        interval = float(self.config.daemon.projection_interval_seconds)
+    async def _projections(self, runner: ProjectionRunner, host: SessionHost) -> None:
+        pace = CatchUpPace(float(self.config.daemon.projection_interval_seconds))
         said: str | None = None
+        served = host.calls_served
         while True:
+            applied = 0
             try:
-                await anyio.to_thread.run_sync(runner.catch_up)
+                applied = await anyio.to_thread.run_sync(runner.catch_up)
             except LedgerclawError as error:
                 # An expected failure (a damaged or busy journal) is one line, said once
                 # until it changes, not a trace every interval.
@@ -301,22 +314,31 @@ class Daemon:
                 if said is not None:
                     log.info("projection catch-up works again")
                 said = None
-            await anyio.sleep(interval)
+            arrived = host.calls_served != served or host.in_flight > 0
+            served = host.calls_served
+            await anyio.sleep(pace.after(applied=applied, calls_arrived=arrived))
 
     async def _watch_revocations(self, host: SessionHost) -> None:
         """Close a revoked device's sessions as soon as the revocation is journaled.
 
         `devices revoke` writes the journal from another process; without this, a call of
         that device already waiting (for its turn, or for an approval) would outlive it.
+        While the kept registry is current (asked without waiting), nothing was revoked
+        since it was read, and the look costs no worker thread.
         """
         interval = float(self.config.daemon.projection_interval_seconds)
+        looked: int | None = None
+        """The registry version whose revocations were last acted on."""
         while True:
             await anyio.sleep(interval)
             hosted_devices = {h.device_id for h in host.sessions.values() if h.device_id}
             if not hosted_devices:
                 continue
+            current = self.authenticator.current_version()
+            if current is not None and current == looked:
+                continue
             try:
-                revoked = await anyio.to_thread.run_sync(self.authenticator.revoked)
+                revoked, looked = await anyio.to_thread.run_sync(self.authenticator.revoked)
             except LedgerclawError as error:
                 log.warning("could not read the device registry: %s", error)
                 continue

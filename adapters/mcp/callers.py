@@ -16,6 +16,7 @@ its session covers, for the approval prompt and `approvals list`.
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from typing import Any
 
 from mcp.server.context import ServerRequestContext
@@ -32,6 +33,8 @@ MCP = "mcp"
 STDIO = "stdio"
 HTTP = "http"
 HTTP_STATELESS = "http-stateless"
+CALLERS_KEPT = 1024
+"""How many HTTP callers are kept built: every request of a session describes the same one."""
 
 
 def has_connection(caller: Caller) -> bool:
@@ -59,19 +62,30 @@ def caller_of(ctx: ServerRequestContext[Any, Any], transport: str) -> Caller:
     headers = getattr(request, "headers", None) or Headers()
     named = session_key_of(headers)
     if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        # repr keeps the parts apart: no client name can pass for a name plus a key.
-        key = f"device:{device}:{name!r}:{named!r}"
-        return Caller(
-            key,
-            HTTP_STATELESS,
-            name,
-            version,
-            device,
-            named,
-            _stateless(device, name, named),
-            MCP,
-        )
-    session_id = headers.get("mcp-session-id")
+        return _stateless_caller(device, name, version, named)
+    return _session_caller(headers.get("mcp-session-id"), device, name, version, named)
+
+
+@lru_cache(maxsize=CALLERS_KEPT)
+def _stateless_caller(
+    device: str | None, name: str | None, version: str | None, named: str | None
+) -> Caller:
+    """A stateless-era caller; the same facts give the same (immutable) caller."""
+    # repr keeps the parts apart: no client name can pass for a name plus a key.
+    key = f"device:{device}:{name!r}:{named!r}"
+    reach = _stateless(device, name, named)
+    return Caller(key, HTTP_STATELESS, name, version, device, named, reach, MCP)
+
+
+@lru_cache(maxsize=CALLERS_KEPT)
+def _session_caller(
+    session_id: str | None,
+    device: str | None,
+    name: str | None,
+    version: str | None,
+    named: str | None,
+) -> Caller:
+    """A handshake-era caller of MCP session `session_id`."""
     reach = SessionReach(
         device,
         name,

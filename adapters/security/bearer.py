@@ -10,7 +10,9 @@ error whose message says why and whose data carries the same `error` and
 
 The registry is consulted on every request, so a revocation (even by another process)
 refuses the device's very next request, and the sessions it had open are closed as
-`revoked`.
+`revoked`. The common case is decided on the event loop, from the daemon's kept copy of the
+registry once a read that never waits has shown it current (adapters/security/registry_head.py);
+only a changed registry, a due sighting or a busy file sends the check to a worker thread.
 """
 
 from __future__ import annotations
@@ -57,12 +59,19 @@ class BearerGuard:
         app: ASGIApp,
         authenticate: Callable[[str], DeviceId],
         on_revoked: Callable[[DeviceId], Awaitable[None]] | None = None,
+        *,
+        authenticate_kept: Callable[[str], DeviceId | None] | None = None,
     ) -> None:
         self.app = app
         self.authenticate = authenticate
+        """Decides any token; may wait for the journal, so it runs in a worker thread."""
+        self.authenticate_kept = authenticate_kept
+        """Decides on the event loop without waiting, or answers None to leave it to the other."""
         self.on_revoked = on_revoked
         self.refused = 0
         """Requests refused with 401."""
+        self._users: dict[str, AuthenticatedUser] = {}
+        """The SDK's user object per device: the same for every request of that device."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check the token, then hand the request on with the device in its scope."""
@@ -79,9 +88,11 @@ class BearerGuard:
             await self._refuse(send, MALFORMED)
             return
         try:
-            # The registry is read (and a device's last sighting written) off the event loop:
-            # a journal busy in another process must not stall every other request.
-            device = await anyio.to_thread.run_sync(self.authenticate, token)
+            device = self.authenticate_kept(token) if self.authenticate_kept else None
+            if device is None:
+                # The registry is read (and a device's last sighting written) off the event
+                # loop: a journal busy in another process must not stall every other request.
+                device = await anyio.to_thread.run_sync(self.authenticate, token)
         except DeviceError as error:
             await self._refuse(send, f"{error}; {PAIR_AGAIN}")
             parts = split_token(token)
@@ -92,9 +103,15 @@ class BearerGuard:
             ):
                 await self.on_revoked(parts[0])
             return
-        user = AuthenticatedUser(AccessToken(token=str(device), client_id=str(device), scopes=[]))
-        inner = {**scope, DEVICE_SCOPE_KEY: str(device), "user": user}
+        inner = {**scope, DEVICE_SCOPE_KEY: str(device), "user": self._user(str(device))}
         await self.app(inner, receive, send)
+
+    def _user(self, device: str) -> AuthenticatedUser:
+        user = self._users.get(device)
+        if user is None:
+            access = AccessToken(token=device, client_id=device, scopes=[])
+            user = self._users[device] = AuthenticatedUser(access)
+        return user
 
     async def _refuse(self, send: Send, description: str, *, invalid: bool = True) -> None:
         self.refused += 1

@@ -9,6 +9,7 @@ be a loopback origin too; anything else gets 421 (HTTP) or is closed (WebSocket,
 from __future__ import annotations
 
 import logging
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
@@ -18,8 +19,13 @@ log = logging.getLogger(__name__)
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
+@lru_cache(maxsize=256)
 def _hostname(value: str) -> str | None:
-    """The host name of a `Host` header value (`name:port`, `[::1]:port`)."""
+    """The host name of a `Host` header value (`name:port`, `[::1]:port`).
+
+    Kept for the few values a daemon sees (its own `127.0.0.1:PORT`, say): every request
+    asks, and parsing it each time was a measurable part of a call's cost.
+    """
     try:
         return urlsplit(f"//{value}").hostname
     except ValueError:

@@ -182,20 +182,25 @@ class TokenAuthenticator:
     """Checks device tokens against the registry as stored, seeing every revocation at once.
 
     The registry is kept in memory and read again whenever its stream has grown, so a device
-    revoked by another process is refused on its very next request.
+    revoked by another process is refused on its very next request. `authenticate` reads the
+    stream's version through the journal (in a worker thread: it may wait for the file);
+    `authenticate_kept` asks `head` instead, which never waits, and answers from the kept
+    copy on the event loop whenever that copy is current and no sighting is due.
     """
 
     def __init__(
         self,
         journal: DeviceJournal,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        head: Callable[[], int | None] | None = None,
     ) -> None:
         self.journal = journal
         self.refused = 0
         """How many tokens were refused."""
         self._clock = clock
-        self._registry: DeviceRegistry | None = None
-        self._version = -1
+        self._head = head
+        self._kept: tuple[DeviceRegistry, int] | None = None
+        """The registry and the stream version it was read at, replaced whole, never changed."""
         self._lock = threading.Lock()
 
     def authenticate(self, token: str) -> DeviceId:
@@ -210,30 +215,63 @@ class TokenAuthenticator:
                 raise
             return device_id
 
+    def authenticate_kept(self, token: str) -> DeviceId | None:
+        """The active device `token` names, from the kept copy if it is current; never waits.
+
+        None when this cannot be decided here: no `head`, the head cannot say at once, the
+        kept copy is older than the stream, or the device's sighting is due to be written.
+        Then `authenticate` decides. A refusal raises the same typed DeviceError.
+        """
+        kept = self._kept
+        if kept is None or self._head is None:
+            return None
+        registry, version = kept
+        if self._head() != version:
+            return None
+        try:
+            device_id = registry.authenticate(token)
+        except DeviceError:
+            self.refused += 1
+            raise
+        return None if self._sighting_due(registry, device_id, self._clock()) else device_id
+
+    def current_version(self) -> int | None:
+        """The kept copy's version if, asked without waiting, it is the registry as stored."""
+        kept = self._kept
+        if kept is None or self._head is None or self._head() != kept[1]:
+            return None
+        return kept[1]
+
     def scopes_of(self, device_id: object) -> tuple[str, ...]:
         """The gateway scopes `device_id` was paired with (none for an unknown device)."""
         with self._lock:
             record = self._registry_now().devices.get(DeviceId(str(device_id)))
         return () if record is None else record.scopes
 
-    def revoked(self) -> frozenset[DeviceId]:
-        """Every revoked device, as the journal holds the registry now."""
+    def revoked(self) -> tuple[frozenset[DeviceId], int]:
+        """Every revoked device, as the journal holds the registry now, and that version."""
         with self._lock:
             registry = self._registry_now()
-        return frozenset(d for d, record in registry.devices.items() if not record.active)
+            version = self._kept[1] if self._kept is not None else 0
+        return frozenset(d for d, r in registry.devices.items() if not r.active), version
 
     def _registry_now(self) -> DeviceRegistry:
         version = self.journal.stream_version(REGISTRY_ID)
-        if self._registry is None or version != self._version:
+        kept = self._kept
+        if kept is None or version != kept[1]:
             # No stream yet: a new, unsaved registry, which refuses every token.
-            self._registry = self.journal.devices() if version else DeviceRegistry.create()
-            self._version = self._registry.version if version else 0
-        return self._registry
+            registry = self.journal.devices() if version else DeviceRegistry.create()
+            kept = self._kept = (registry, registry.version if version else 0)
+        return kept[0]
+
+    @staticmethod
+    def _sighting_due(registry: DeviceRegistry, device_id: DeviceId, now: datetime) -> bool:
+        last = registry.devices[device_id].last_seen_at
+        return last is None or now - last >= SEEN_INTERVAL
 
     def _note_seen(self, registry: DeviceRegistry, device_id: DeviceId) -> None:
         now = self._clock()
-        last = registry.devices[device_id].last_seen_at
-        if last is not None and now - last < SEEN_INTERVAL:
+        if not self._sighting_due(registry, device_id, now):
             return
         try:
             self.journal.update_devices(lambda latest: latest.mark_seen(device_id, now))
