@@ -20,7 +20,9 @@ A ledgerclaw turn is timed from its TurnBegun record to its TurnClosed record, a
 `RunView.on_records` reports them once durable; the gap from TurnClosed to the next TurnBegun
 (the next prompt gathered and its TurnBegun committed) is printed beside it. A LangGraph turn
 is the interval between two consecutive calls of the fake model. turns/s is N over the whole
-run's wall time. Each figure is the median over the repeats; nothing asserts a timing.
+run's wall time. Each figure is the median over the repeats; nothing asserts a timing. The
+ratios to LangGraph and the overhead per turn also go to `bench/all.py` through
+`figures.report`, each with the aim of not falling below the figure bench/README.md records.
 """
 
 from __future__ import annotations
@@ -69,7 +71,8 @@ sys.path[:] = [
     str(BENCH_DIR),
 ]
 
-from paths import workdir  # noqa: E402 - the bench directory is on sys.path from here on
+from figures import report  # noqa: E402 - the bench directory is on sys.path from here on
+from paths import workdir  # noqa: E402
 
 from adapters.api.agent_run import RunView, agent_session  # noqa: E402
 from adapters.home import Home, ensure_home  # noqa: E402
@@ -92,6 +95,14 @@ RATE_TARGET = 2.0
 """ledgerclaw must reach this multiple of LangGraph's like-for-like turns/s."""
 OVERHEAD_TARGET = 0.002
 """At most this many seconds of ledgerclaw's own work per turn at `full`."""
+RECORDED = {
+    Durability.FULL: {"sync": 1.59, "async": 1.58},
+    Durability.NORMAL: {"sync": 2.27, "async": 2.09},
+}
+"""ledgerclaw's turns/s ÷ each LangGraph case's, as bench/README.md "agent" records them
+(2026-12-02): the figures that must not get worse."""
+RECORDED_OVERHEAD = 0.0085
+"""ledgerclaw's own seconds per turn at `full`, as bench/README.md "agent" records them."""
 PROFILE_LINES = 25
 LABELS = {
     "ledgerclaw": "ledgerclaw · AgentSession.run",
@@ -373,13 +384,42 @@ def render(
         f"{VERDICT[shipped >= RATE_TARGET]}"
     )
     if durability is Durability.FULL:
-        overhead = ours.p50 + (ours.gap or 0.0) - direct
+        own = overhead(results, direct)
         line += (
             f"; ledgerclaw overhead per turn = p50 turn + p50 gap - direct read "
-            f"({direct * 1e6:.0f} µs) = {overhead * 1000:.3f} ms "
-            f"(aim <= {OVERHEAD_TARGET * 1000:.0f} ms): {VERDICT[overhead <= OVERHEAD_TARGET]}"
+            f"({direct * 1e6:.0f} µs) = {own * 1000:.3f} ms "
+            f"(aim <= {OVERHEAD_TARGET * 1000:.0f} ms): {VERDICT[own <= OVERHEAD_TARGET]}"
         )
     console.print(line + "\n", highlight=False)
+
+
+def overhead(results: dict[str, Summary], direct: float) -> float:
+    """The seconds of ledgerclaw's own work per turn: p50 turn + p50 gap - a direct read."""
+    ours = results["ledgerclaw"]
+    return ours.p50 + (ours.gap or 0.0) - direct
+
+
+def report_figures(durability: Durability, results: dict[str, Summary], direct: float) -> None:
+    """Hand ledgerclaw's turns/s beside each LangGraph case, and its overhead, to all.py."""
+    ours = results["ledgerclaw"].rate
+    for case, recorded in RECORDED[durability].items():
+        report(
+            f"agent turns · {durability}, vs LangGraph {case}",
+            ours,
+            "turns/s",
+            baseline=results[case].rate,
+            baseline_name=f"LangGraph SqliteSaver, {case} checkpoints",
+            aim=("ratio_at_least", recorded),
+            script="agent.py",
+        )
+    if durability is Durability.FULL:
+        report(
+            "agent overhead per turn · full",
+            overhead(results, direct) * 1000,
+            "ms",
+            aim=("value_at_most", RECORDED_OVERHEAD * 1000),
+            script="agent.py",
+        )
 
 
 def profile(turns: int) -> str:
@@ -416,6 +456,7 @@ def main() -> None:
     console.print(f"ledgerclaw agent benchmark: {title}, WAL, {elapsed:.0f} s\n")
     for durability, summary in results.items():
         render(console, durability, summary, direct)
+        report_figures(durability, summary, direct)
     console.print(
         f"Each run starts with an untimed run of {WARMUP} turns per case; the cases take turns "
         "in a rotating order. turns/s = turns / the run's wall time. ledgerclaw's turn runs "

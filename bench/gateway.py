@@ -20,7 +20,8 @@ ceiling of the socket path on this machine.
 * **first token**: `chat.send` to the first `chat.delta` at the client, against the same run
   in-process (`AgentSession.run` to its first streamed piece), each a new run of one session.
 
-Each figure is the median over the repeats; nothing asserts a timing.
+Each figure is the median over the repeats, also handed to `bench/all.py` through
+`figures.report`; nothing asserts a timing.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ sys.path[:] = [
     str(BENCH_DIR),
 ]
 
-from paths import workdir  # noqa: E402 - the bench directory is on sys.path from here on
+from figures import report  # noqa: E402 - the bench directory is on sys.path from here on
+from paths import workdir  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -413,6 +415,21 @@ def render(figures: Figures) -> None:
     print(f"load average: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 
+def report_figures(figures: Figures) -> None:
+    """Hand each median and its baseline's to `bench/all.py`, with no aim."""
+    for name, (ours, theirs) in figures.rows.items():
+        label, _, unit = name.rpartition(" (")
+        fan_out = "fan-out" in label
+        report(
+            f"gateway {label}",
+            statistics.median(ours),
+            unit.rstrip(")"),
+            baseline=statistics.median(theirs),
+            baseline_name="bare websockets server" if fan_out else "the same run in-process",
+            script="gateway.py",
+        )
+
+
 def main() -> None:
     """Parse the options, run the cases, print the table."""
     if len(sys.argv) == 3 and sys.argv[1] == BARE:
@@ -431,6 +448,7 @@ def main() -> None:
         fan_out_case(figures, words, replay_runs=3 if args.quick else 20)
         first_token_case(figures, sends)
     render(figures)
+    report_figures(figures)
 
 
 if __name__ == "__main__":

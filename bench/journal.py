@@ -16,7 +16,8 @@ printed. Baselines use the same payloads in the same run:
   ledgerclaw's mapper (the path that rebuilds aggregates).
 
 The output is one table: measurement, ledgerclaw figure, baseline figure, ratio, target and
-verdict, followed by footnotes. This module holds the command line, the medians and the
+verdict, followed by footnotes; the main figures also go to `bench/all.py` through
+`figures.report`. This module holds the command line, the medians and the
 table; `paths.py` holds the measured paths, the raw sqlite3 baseline and the timing,
 `stock.py` the default-mapper baseline, `session_data.py` the payloads and the long session.
 """
@@ -41,7 +42,8 @@ BENCH_DIR = Path(__file__).resolve().parent
 if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
 
-from paths import (  # noqa: E402 - the bench directory is on sys.path from here on
+from figures import report  # noqa: E402 - the bench directory is on sys.path from here on
+from paths import (  # noqa: E402
     HEAD_APPENDS,
     INNER_SAMPLES,
     AppendFigures,
@@ -59,7 +61,7 @@ from adapters.journal.application import SNAPSHOT_INTERVAL  # noqa: E402
 MAPPER_TARGET = 0.9
 """ledgerclaw's pydantic/orjson path must reach this share of the default mapper's rate."""
 SNAPSHOT_REPLAY_TARGET_MS = 10.0
-TIMELINE_TARGET = 250_000
+TIMELINE_TARGET = 300_000
 
 progress = Console(stderr=True)
 
@@ -364,6 +366,46 @@ def footnotes(results: Results) -> list[str]:
     ]
 
 
+def report_figures(results: Results) -> None:
+    """Hand the timeline (with its aim) and the main append, replay, import figures to all.py."""
+    reads, n, script = results.reads, results.facts.events, "journal.py"
+    report(
+        f"timeline decode · {n:,}-event session",
+        n / reads["timeline"],
+        "ev/s",
+        baseline=n / reads["raw_select"],
+        baseline_name="raw sqlite3 SELECT",
+        aim=("value_at_least", TIMELINE_TARGET),
+        script=script,
+    )
+    for per_save, paths in results.appends.items():
+        report(
+            f"journal.save · {per_save} ev/save",
+            paths["save"],
+            "ev/s",
+            baseline=paths["stock"],
+            baseline_name="eventsourcing default mapper",
+            script=script,
+        )
+    report(
+        f"replay from snapshot · {n:,}-event session",
+        reads["replay_snapshot"] * 1000,
+        "ms",
+        baseline=reads["stock_replay"] * 1000,
+        baseline_name="default mapper, no snapshot",
+        script=script,
+    )
+    if results.cli_import is not None:
+        report(
+            "import cli.app, net of interpreter start",
+            results.cli_import * 1000,
+            "ms",
+            baseline=results.mcp_import * 1000,
+            baseline_name="import mcp",
+            script=script,
+        )
+
+
 def main() -> None:
     """Parse the options, measure, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -384,6 +426,7 @@ def main() -> None:
         f"{sqlite3.sqlite_version}, WAL, synchronous FULL, {results.elapsed:.0f} s"
     )
     render(append_rows(results) + read_rows(results), footnotes(results), title)
+    report_figures(results)
 
 
 if __name__ == "__main__":

@@ -20,8 +20,9 @@ three cases of a level take turns in BLOCKS blocks, in a rotating order, after a
 
 The output is one table (calls/s, p50 and p99 latency, the governed rate as a share of the
 bare one and of the in-process one), a verdict line per level against the 0.8 aim, the
-daemon's resident memory idle and after the run, and how many sessions it journaled.
-Nothing asserts a timing.
+daemon's resident memory idle and after the run, and how many sessions it journaled. The
+governed rate at each level, beside the bare one, also goes to `bench/all.py` through
+`figures.report`. Nothing asserts a timing.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ import anyio  # noqa: E402 - sys.path is set from here on
 import httpx2  # noqa: E402
 import mcp_types as types  # noqa: E402
 from dispatch import FILE_TEXT, Block, Figures, open_pipeline, pipeline_case  # noqa: E402
+from figures import report  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from paths import workdir  # noqa: E402
@@ -454,6 +456,22 @@ def render(console: Console, results: Results, options: Options) -> None:
     )
 
 
+def report_figures(results: Results, options: Options) -> None:
+    """Hand the governed rate beside the bare server's, at each level, to `bench/all.py`."""
+    era = "handshake era" if options.mode == "legacy" else "modern era"
+    for level, figures in results.figures.items():
+        clients = "1 client" if level == 1 else f"{level} clients"
+        report(
+            f"governed MCP read_file over HTTP · {clients}, {era}, {options.durability}",
+            figures["governed"].rate,
+            "calls/s",
+            baseline=figures["bare"].rate,
+            baseline_name="bare MCPServer",
+            aim=("ratio_at_least", RATIO_TARGET),
+            script="mcp_calls.py",
+        )
+
+
 def main() -> None:
     """Parse the options, measure, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -490,6 +508,7 @@ def main() -> None:
         highlight=False,
     )
     render(console, results, options)
+    report_figures(results, options)
     console.print(
         f"\nThe cases of a level take turns in {BLOCKS} blocks after {WARMUP} untimed calls per "
         "client; calls/s from the blocks' wall time, latency per call as the client sees it. "

@@ -3,7 +3,8 @@
 Each call is what the dispatcher journals for a successful read: the attempt and its allow
 decision in one commit, the receipt in another. The session grows by thousands of calls; the
 script prints the cost per call of each block beside the first block (ratio 1.00 means no
-growth), and the time to load the session from its latest snapshot in a fresh journal.
+growth), and the time to load the session from its latest snapshot in a fresh journal. The
+last block's cost beside the first block's goes to `bench/all.py` through `figures.report`.
 
     .venv/bin/python bench/session_length.py [--calls 6000] [--block 1000] [--quick]
 """
@@ -14,6 +15,7 @@ import argparse
 import time
 from pathlib import Path
 
+from figures import report
 from paths import workdir
 
 from adapters.journal.journal import SqliteJournal
@@ -66,14 +68,14 @@ def main() -> None:
             session.claim_writer(run_id)
 
         journal.update_session(session_id, start_and_claim)
-        first = None
+        first = last = 0.0
         print("calls            µs/call  vs first block")
         for start in range(0, options.calls, options.block):
             began = time.perf_counter()
             for _ in range(options.block):
                 one_call(journal, session_id, run_id)
             per_call = (time.perf_counter() - began) / options.block * 1e6
-            first = first or per_call
+            first, last = first or per_call, per_call
             label = f"{start:,}-{start + options.block - 1:,}"
             print(f"{label:<15}  {per_call:7.0f}  {per_call / first:13.2f}")
         journal.close()
@@ -84,6 +86,20 @@ def main() -> None:
         fresh.close()
         print(f"open the journal and load the session from its snapshot: {loaded:.1f} ms")
         print("(durability normal, so the figures show the journal's own work, not the disk)")
+    report(
+        f"journal work per call · calls {options.calls - options.block:,}-{options.calls - 1:,}",
+        last,
+        "µs/call",
+        baseline=first,
+        baseline_name=f"the first {options.block:,} calls",
+        script="session_length.py",
+    )
+    report(
+        f"load a {options.calls:,}-call session from its snapshot",
+        loaded,
+        "ms",
+        script="session_length.py",
+    )
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ Three cases, run in turns on fresh homes so each meets the same disk and cache c
 * bare process: `/bin/sh -c true` started and reaped by anyio, with no pipeline, the floor of
   any shell call.
 
-Each figure is the median over the repeats; nothing asserts a timing.
+Each figure is the median over the repeats, also handed to `bench/all.py` through
+`figures.report`; nothing asserts a timing.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from subprocess import DEVNULL
 
 import anyio
+from figures import report
 
 from adapters.sandbox.launch import abi_version
 from adapters.settings.journal import Durability, JournalSettings
@@ -111,6 +113,24 @@ def main() -> None:
     if "pipeline, sandbox required" in medians:
         extra = (medians["pipeline, sandbox required"] - baseline) * 1000
         print(f"the sandbox adds {extra:.2f} ms per shell call")
+    bare = medians["bare /bin/sh -c true"]
+    report(
+        "shell_execute `true` · sandbox off",
+        baseline * 1000,
+        "ms/call",
+        baseline=bare * 1000,
+        baseline_name="bare /bin/sh -c true",
+        script="shell.py",
+    )
+    if "pipeline, sandbox required" in medians:
+        report(
+            "shell_execute `true` · sandbox required",
+            medians["pipeline, sandbox required"] * 1000,
+            "ms/call",
+            baseline=baseline * 1000,
+            baseline_name="the same call, sandbox off",
+            script="shell.py",
+        )
 
 
 if __name__ == "__main__":

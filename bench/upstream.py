@@ -18,7 +18,8 @@ per case:
 At each level the two cases take turns in blocks, in a rotating order, after a warm-up. A
 governed result that is not a successful receipt, or a direct result with `isError`, stops the
 script: it never times failures. The output is one table (calls/s of both, their ratio, the
-0.8 aim) and a line of per-call costs. Nothing asserts a timing.
+0.8 aim) and a line of per-call costs; the governed rate beside the direct one at each level
+also goes to `bench/all.py` through `figures.report`. Nothing asserts a timing.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ sys.path[:] = [
 import anyio  # noqa: E402 - sys.path is set from here on
 import anyio.to_thread  # noqa: E402
 from dispatch import Figures  # noqa: E402
+from figures import report  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 from paths import workdir  # noqa: E402
@@ -307,6 +309,21 @@ def render(console: Console, results: dict[int, dict[str, Figures]]) -> None:
     console.print("Wall time per call, " + "; ".join(costs), highlight=False)
 
 
+def report_figures(results: dict[int, dict[str, Figures]], durability: str) -> None:
+    """Hand the governed rate beside the direct SDK client's, at each level, to `bench/all.py`."""
+    for callers, figures in results.items():
+        label = "1 caller" if callers == 1 else f"{callers} callers"
+        report(
+            f"governed upstream {TOOL} · {label}, {durability}",
+            figures["governed"].rate,
+            "calls/s",
+            baseline=figures["direct"].rate,
+            baseline_name="SDK client called directly",
+            aim=("ratio_at_least", RATIO_TARGET),
+            script="upstream.py",
+        )
+
+
 @contextmanager
 def threads_inline() -> Iterator[None]:
     """Run the work sent to worker threads on the event loop's thread, so cProfile sees it."""
@@ -379,6 +396,7 @@ def main() -> None:
         highlight=False,
     )
     render(console, results)
+    report_figures(results, durability)
     console.print(
         f"The cases take turns in {plan.blocks} blocks after {plan.warmup} untimed calls per "
         "caller; calls/s from the blocks' wall time. Direct: one SDK Client, shared by the "
