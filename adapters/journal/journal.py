@@ -209,10 +209,13 @@ class EventJournal:
         first_versions = [a.version - len(a.pending_events) for a in aggregates]
         try:
             # What Application.save does for us, without its per-object protocol checks:
-            # collect the pending events and put them in one transaction. Snapshots are taken
-            # below, and nothing here subscribes to in-process notifications.
+            # collect the pending events, map them and insert them in one transaction.
+            # Snapshots are taken below, and nothing here subscribes to in-process
+            # notifications, so the event store's recordings are not built either.
             with self._storage("saving events"):
-                self.app.events.put([e for a in aggregates for e in a.collect_events()])
+                to_stored = self.app.mapper.to_stored_event
+                stored = [to_stored(e) for a in aggregates for e in a.collect_events()]
+                self.app.recorder.insert_events(stored)
         except OperationalError as error:
             msg = f"journal is busy or unwritable: {error}"
             raise JournalBusyError(msg) from None
