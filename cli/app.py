@@ -1,19 +1,20 @@
-"""The `ledgerclaw` command line: parse, call the adapters, render; CLI layer."""
+"""The `ledgerclaw` command line: parse, call the adapters, render; CLI layer.
+
+Every command starts by importing this module, so it loads only typer and the command
+modules' declarations; each command imports the adapters it calls when it runs. A read
+command then loads only what it reads with (see tests/integration/test_cli_imports.py).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import typer
 
-from adapters.api import queries
-from adapters.api import replay as replay_api
-from adapters.api.agent_verify import verify_session
-from adapters.api.doctor import run_doctor
-from adapters.api.verify import verify
-from adapters.wiring.home import current_home
-from cli import render, render_read_models, render_verify
+from adapters.api.audit_terms import DECISIONS, DEFAULT_LIMIT, OPERATIONS
+from adapters.home import resolve_home
+from cli import render, render_read_models
 from cli.backup_cmd import backup_app
 from cli.chat_cmd import chat as chat_command
 from cli.common import JSON_OPTION, expected_errors
@@ -25,6 +26,9 @@ from cli.models_cmd import models_app
 from cli.operator_cmd import approvals_app, devices_app
 from cli.run_cmd import run as run_command
 from cli.tool_cmd import tool_app
+
+if TYPE_CHECKING:
+    from adapters.api import queries
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -92,7 +96,7 @@ SESSION_ARGUMENT = typer.Argument(
     metavar="SESSION", help="Session id, or a unique prefix of it (4+ hex digits)."
 )
 LIMIT_OPTION = typer.Option(
-    queries.DEFAULT_LIMIT,
+    DEFAULT_LIMIT,
     "--limit",
     metavar="N",
     help="At most this many rows, newest first; 0 for all.",
@@ -102,19 +106,35 @@ LIMIT_OPTION = typer.Option(
 def _filters(
     since: str | None, until: str | None, session: str | None, limit: int
 ) -> queries.Filters:
-    return queries.Filters(since=since, until=until, session=session, limit=limit)
+    from adapters.api.filters import Filters  # noqa: PLC0415 - loaded by the listings only
+
+    return Filters(since=since, until=until, session=session, limit=limit)
 
 
 def _one_format(json_output: bool, csv_output: bool) -> None:
     if json_output and csv_output:
+        from adapters.api.filters import AuditQueryError  # noqa: PLC0415 - on this error only
+
         msg = "--json and --csv cannot be combined; choose one"
-        raise queries.AuditQueryError(msg)
+        raise AuditQueryError(msg)
 
 
 def _audit() -> queries.Audit:
     """The home's read models, caught up with its journal (a bar on a terminal)."""
+    from adapters.api import queries  # noqa: PLC0415 - the read models' whole query path
+
     with render.progress_bar("catching up") as update:
-        return queries.open_audit(current_home(), update)
+        return queries.open_audit(resolve_home(), update)
+
+
+def _sessions(filters: queries.Filters) -> queries.Rows:
+    """The session list: straight from the catalog when it is current, else caught up first."""
+    from adapters.api.current_catalog import current_sessions  # noqa: PLC0415 - this listing's
+
+    rows = current_sessions(resolve_home(), filters, oldest_first=True)
+    if rows is None:
+        rows = _audit().sessions(filters, oldest_first=True)
+    return rows
 
 
 def _listing(
@@ -147,7 +167,7 @@ def list_sessions(  # noqa: PLR0913, PLR0917 - typer reads each option as a para
     """
     _one_format(json_output, csv_output)
     filters = _filters(since, until, session, limit)
-    rows = _audit().sessions(filters, oldest_first=True)
+    rows = _sessions(filters)
     if json_output:
         render.emit_json([render_read_models.session_json(row) for row in rows])
     elif csv_output:
@@ -195,21 +215,28 @@ def replay(
     `identical` or the first divergent event, and exits 1 on a divergence.
     """
     if verify:
-        check = verify_session(current_home(), session)
+        from adapters.api.agent_verify import verify_session  # noqa: PLC0415 - --verify only
+        from cli import render_verify  # noqa: PLC0415 - --verify only
+
+        check = verify_session(resolve_home(), session)
         if json_output:
             render.emit_json(render_verify.verify_json(check))
         else:
             render_verify.verify_report(check)
         raise typer.Exit(0 if check.identical else 1)
     if at is None:
-        found = replay_api.timeline(current_home(), session)
+        from adapters.api.replay import timeline  # noqa: PLC0415 - the timeline reader
+
+        found = timeline(resolve_home(), session)
         if json_output:
             events = [e._asdict() for e in found.entries]
             render.emit_json({"session_id": found.session_id, "events": events})
         else:
             render.timeline(found.session_id, found.entries)
         return
-    rebuilt = replay_api.state_at(current_home(), session, at)
+    from adapters.api.replay import state_at  # noqa: PLC0415 - rebuilding loads the journal
+
+    rebuilt = state_at(resolve_home(), session, at)
     if json_output:
         render.emit_json(
             {
@@ -236,7 +263,9 @@ def doctor(
 
     Creates the home and an empty journal when they are missing.
     """
-    home = current_home()
+    from adapters.api.doctor import run_doctor  # noqa: PLC0415 - the doctor loads everything
+
+    home = resolve_home()
     with render.progress_bar("decoding events") as update:
         report = run_doctor(home, update, offline=offline)
     if json_output:
@@ -254,7 +283,7 @@ def audit_attempts(  # noqa: PLR0913, PLR0917 - typer reads each option as a par
         None,
         "--decision",
         metavar="DECISION",
-        help="Only attempts with this decision: " + ", ".join(queries.DECISIONS) + ".",
+        help="Only attempts with this decision: " + ", ".join(DECISIONS) + ".",
     ),
     tool: str | None = typer.Option(
         None, "--tool", metavar="TOOL", help="Only calls of this tool."
@@ -295,7 +324,7 @@ def audit_files(  # noqa: PLR0913, PLR0917 - typer reads each option as a parame
         None,
         "--operation",
         metavar="OP",
-        help="Only this operation: " + ", ".join(queries.OPERATIONS) + ".",
+        help="Only this operation: " + ", ".join(OPERATIONS) + ".",
     ),
     since: str | None = SINCE_OPTION,
     until: str | None = UNTIL_OPTION,
@@ -345,7 +374,9 @@ def projections_status(json_output: bool = JSON_OPTION) -> None:
 
     With its code and stored versions and the journal's head; it does not catch up.
     """
-    rows = queries.status(current_home())
+    from adapters.api import queries  # noqa: PLC0415 - the read models' status
+
+    rows = queries.status(resolve_home())
     if json_output:
         render.emit_json(list(rows))
     else:
@@ -366,8 +397,10 @@ def projections_rebuild(
 
     Drops their tables and applies every event again.
     """
+    from adapters.api import queries  # noqa: PLC0415 - rebuilding loads the projections
+
     with render.progress_bar("rebuilding") as update:
-        rows = queries.rebuild(current_home(), names or (), update)
+        rows = queries.rebuild(resolve_home(), names or (), update)
     if json_output:
         render.emit_json(list(rows))
     else:
@@ -383,8 +416,10 @@ def projections_verify(json_output: bool = JSON_OPTION) -> None:
 
     The rebuild goes to a scratch file; the live tables are left as they are.
     """
+    from adapters.api.verify import verify  # noqa: PLC0415 - verifying loads the projections
+
     with render.progress_bar("rebuilding to compare") as update:
-        found = [difference.as_dict() for difference in verify(current_home(), update)]
+        found = [difference.as_dict() for difference in verify(resolve_home(), update)]
     if json_output:
         render.emit_json({"clean": not found, "differences": found})
     else:

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.text import Text
 
-from adapters.backup.copy import create_backup
-from adapters.backup.manifest import Manifest
-from adapters.backup.restore import restore_backup
-from adapters.backup.verify import verify_backup
-from adapters.wiring.home import current_home
+from adapters.home import resolve_home
 from cli import render
 from cli.common import JSON_OPTION, expected_errors
 from domain.errors import LedgerclawError
+
+if TYPE_CHECKING:
+    from adapters.backup.manifest import Manifest
 
 backup_app = typer.Typer(help="Back up the journal online, verify a copy, restore one.")
 
@@ -48,8 +48,10 @@ def create(
 
     The daemon may keep running meanwhile.
     """
+    from adapters.backup.copy import create_backup  # noqa: PLC0415 - loaded when used
+
     with render.progress_bar("copying pages") as update:
-        created = create_backup(current_home(), path, update)
+        created = create_backup(resolve_home(), path, update)
     if json_output:
         render.emit_json(
             {"path": str(created.path), "manifest_path": str(created.manifest_path)}
@@ -68,6 +70,8 @@ def verify(path: Path = BACKUP_ARGUMENT, json_output: bool = JSON_OPTION) -> Non
 
     Size and sha256 first, then identity, schema and integrity.
     """
+    from adapters.backup.verify import verify_backup  # noqa: PLC0415 - loaded when used
+
     try:
         with render.progress_bar("checking") as update:
             verified = verify_backup(path, update)
@@ -92,8 +96,10 @@ def restore(path: Path = BACKUP_ARGUMENT, json_output: bool = JSON_OPTION) -> No
 
     Refused while a daemon or mcp serve holds the home.
     """
+    from adapters.backup.restore import restore_backup  # noqa: PLC0415 - loaded when used
+
     with render.progress_bar("restoring") as update:
-        restored = restore_backup(current_home(), path, update)
+        restored = restore_backup(resolve_home(), path, update)
     replaced = None if restored.replaced is None else str(restored.replaced)
     if json_output:
         render.emit_json(

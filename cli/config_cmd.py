@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.text import Text
 
-from adapters.config.loading import CheckedConfig, check_config
-from adapters.config.roots import RootState
-from adapters.home import check_home
-from adapters.wiring.home import current_home
+from adapters.home import check_home, resolve_home
 from cli import render
 from cli.common import JSON_OPTION, expected_errors, print_warnings
 from domain.errors import LedgerclawError
+
+if TYPE_CHECKING:
+    from adapters.config.loading import CheckedConfig
 
 config_app = typer.Typer(help="Check the home's configuration files.")
 
@@ -25,7 +25,9 @@ def check(json_output: bool = JSON_OPTION) -> None:
 
     The same checks `daemon run` makes at start-up.
     """
-    home = current_home()
+    from adapters.config.loading import check_config  # noqa: PLC0415 - loaded when used
+
+    home = resolve_home()
     try:
         checked = check_config(check_home(home).config, home.secrets)
     except LedgerclawError as failure:
@@ -94,6 +96,8 @@ def _state(root: dict[str, Any]) -> str:
 
 def summary(checked: CheckedConfig) -> dict[str, Any]:
     """The settings an operator checks first, as JSON-ready values."""
+    from adapters.config.roots import RootState  # noqa: PLC0415 - as the checks it reads
+
     config = checked.config
     return {
         "config_found": checked.config_found,

@@ -1,24 +1,18 @@
 """`ledgerclaw daemon run|pair|status` and `ledgerclaw mcp serve|list|status|tools|reload|auth`.
 
-CLI layer. The upstream commands load their API when they run, so that the MCP SDK it needs
-is not imported by every other command.
+CLI layer. Each command loads what it calls when it runs (the daemon, the MCP SDK, the
+configuration checks), so that no other command imports them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import webbrowser
 from pathlib import Path
 
-import anyio
 import typer
 
-from adapters.api.operator import daemon_status, issue_pairing_code
-from adapters.config.loading import check_config
-from adapters.daemon.logs import configure_logging
-from adapters.home import ensure_home
-from adapters.wiring.home import current_home
-from cli import render, render_upstream
+from adapters.home import ensure_home, resolve_home
+from cli import render
 from cli.common import JSON_OPTION, expected_errors, print_warnings
 
 daemon_app = typer.Typer(help="Run the daemon, pair devices, and ask how it is doing.")
@@ -41,10 +35,14 @@ def run(
 
     It runs until SIGINT or SIGTERM.
     """
+    import anyio  # noqa: PLC0415 - each command loads what it runs
+
+    from adapters.config.loading import check_config  # noqa: PLC0415
+    from adapters.daemon.logs import configure_logging  # noqa: PLC0415
     from adapters.daemon.service import Daemon  # noqa: PLC0415 - the MCP SDK is slow to import
     from adapters.wiring.hosting import HomeParts  # noqa: PLC0415 - as slow
 
-    home = current_home()
+    home = resolve_home()
     checked = check_config(home.config, home.secrets)
     config = checked.config
     print_warnings(checked.warnings)
@@ -83,8 +81,10 @@ def pair(
 
     The code is single use and valid five minutes; the device it pairs gets the scopes named.
     """
+    from adapters.api.operator import issue_pairing_code  # noqa: PLC0415 - loaded when used
+
     wanted = None if scopes is None else tuple(s.strip() for s in scopes.split(",") if s.strip())
-    answer = issue_pairing_code(current_home(), name, wanted)
+    answer = issue_pairing_code(resolve_home(), name, wanted)
     if json_output:
         render.emit_json(answer)
         return
@@ -105,7 +105,9 @@ def status(json_output: bool = JSON_OPTION) -> None:
 
     Its sessions, calls, approvals and refusals.
     """
-    answer = daemon_status(current_home())
+    from adapters.api.operator import daemon_status  # noqa: PLC0415 - loaded when used
+
+    answer = daemon_status(resolve_home())
     if json_output:
         render.emit_json(answer)
         return
@@ -132,10 +134,14 @@ def serve(
 
     One process, one journaled session.
     """
+    import anyio  # noqa: PLC0415 - each command loads what it runs
+
+    from adapters.config.loading import check_config  # noqa: PLC0415
+    from adapters.daemon.logs import configure_logging  # noqa: PLC0415
     from adapters.stdio.serve import serve_stdio  # noqa: PLC0415 - the MCP SDK is slow to import
     from adapters.wiring.hosting import HomeParts  # noqa: PLC0415 - as slow
 
-    home = current_home()
+    home = resolve_home()
     checked = check_config(home.config, home.secrets)
     config = checked.config
     print_warnings(checked.warnings)
@@ -153,8 +159,9 @@ SERVER = typer.Argument(metavar="SERVER", help="The name in [mcp.servers.NAME]."
 def mcp_list(json_output: bool = JSON_OPTION) -> None:
     """List the upstream servers: state, tools, next try, last error."""
     from adapters.api import upstream  # noqa: PLC0415 - loaded when used
+    from cli import render_upstream  # noqa: PLC0415 - as the API it renders
 
-    rows = upstream.list_servers(current_home())
+    rows = upstream.list_servers(resolve_home())
     if json_output:
         render.emit_json(rows)
         return
@@ -166,8 +173,9 @@ def mcp_list(json_output: bool = JSON_OPTION) -> None:
 def mcp_status(server: str = SERVER, json_output: bool = JSON_OPTION) -> None:
     """Show one upstream server: state, recent changes, error log."""
     from adapters.api import upstream  # noqa: PLC0415 - loaded when used
+    from cli import render_upstream  # noqa: PLC0415 - as the API it renders
 
-    row = upstream.server_status(current_home(), server)
+    row = upstream.server_status(resolve_home(), server)
     if json_output:
         render.emit_json(row)
         return
@@ -179,8 +187,9 @@ def mcp_status(server: str = SERVER, json_output: bool = JSON_OPTION) -> None:
 def mcp_tools(server: str = SERVER, json_output: bool = JSON_OPTION) -> None:
     """List an upstream server's tools as offered (SERVER/TOOL)."""
     from adapters.api import upstream  # noqa: PLC0415 - loaded when used
+    from cli import render_upstream  # noqa: PLC0415 - as the API it renders
 
-    rows = upstream.server_tools(current_home(), server)
+    rows = upstream.server_tools(resolve_home(), server)
     if json_output:
         render.emit_json(rows)
         return
@@ -196,7 +205,7 @@ def mcp_reload(
     """Reconnect an upstream server (or all) now, back-off reset."""
     from adapters.api import upstream  # noqa: PLC0415 - loaded when used
 
-    names = upstream.reload_servers(current_home(), server)
+    names = upstream.reload_servers(resolve_home(), server)
     if json_output:
         render.emit_json({"reloaded": names})
         return
@@ -215,13 +224,15 @@ def mcp_auth(
     """Authorize an http server with OAuth; tokens kept owner-only."""
 
     def show(url: str) -> None:
+        import webbrowser  # noqa: PLC0415 - only an authorization opens a browser
+
         render.line(f"Open this address to authorize {server}:\n  {url}", console=render.err)
         with contextlib.suppress(Exception):
             webbrowser.open(url)
 
     from adapters.api import upstream  # noqa: PLC0415 - loaded when used
 
-    row = upstream.authorize_server(current_home(), server, show, float(timeout))
+    row = upstream.authorize_server(resolve_home(), server, show, float(timeout))
     if json_output:
         render.emit_json(row)
         return

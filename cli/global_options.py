@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from importlib import metadata
-
 import typer
 from typer import _click as click_core  # typer bundles click; parse_args takes its Context
 from typer.core import TyperGroup
@@ -48,6 +46,8 @@ class GlobalOptionsAnywhere(TyperGroup):
 
 def _print_version(asked: bool) -> None:
     if asked:
+        from importlib import metadata  # noqa: PLC0415 - slow to import; --version only
+
         render.line(f"ledgerclaw {metadata.version('ledgerclaw')}")
         raise typer.Exit
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from adapters.api.models import list_models
-from adapters.wiring.home import current_home
+from adapters.home import resolve_home
 from cli import render, tables
 from cli.common import JSON_OPTION, expected_errors
 
@@ -37,7 +36,9 @@ def list_(
 
     Each model's server is asked for its catalog (5 s each, all at once) unless --offline.
     """
-    rows = list_models(current_home(), live=not offline)
+    from adapters.api.models import list_models  # noqa: PLC0415 - loaded when used
+
+    rows = list_models(resolve_home(), live=not offline)
     if json_output:
         render.emit_json(rows)
         return

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from adapters.api import operator
-from adapters.control.client import exchange_pairing_code
-from adapters.control.methods import BadControlRequestError
-from adapters.wiring.home import current_home
+from adapters.home import resolve_home
 from cli import render, render_operator
 from cli.common import JSON_OPTION, expected_errors
-from domain.values.authorization import ApprovalScope, ApprovalVerdict
+
+if TYPE_CHECKING:
+    from domain.values.authorization import ApprovalVerdict
 
 approvals_app = typer.Typer(help="List and decide the approvals running calls wait for.")
 devices_app = typer.Typer(help="Pair, list and revoke the devices that may use /mcp.")
@@ -22,7 +22,9 @@ devices_app = typer.Typer(help="Pair, list and revoke the devices that may use /
 @expected_errors
 def approvals_list(json_output: bool = JSON_OPTION) -> None:
     """List the approvals running calls wait for, oldest first."""
-    rows = operator.pending_approvals(current_home())
+    from adapters.api import operator  # noqa: PLC0415 - loaded when used
+
+    rows = operator.pending_approvals(resolve_home())
     if json_output:
         render.emit_json(rows)
         return
@@ -36,6 +38,10 @@ def _decide(
     directory: str | None,
     json_output: bool,
 ) -> None:
+    from adapters.api import operator  # noqa: PLC0415 - loaded when used
+    from adapters.control.methods import BadControlRequestError  # noqa: PLC0415
+    from domain.values.authorization import ApprovalScope  # noqa: PLC0415
+
     if session_scope and directory is not None:
         msg = "choose --session-scope or --directory, not both"
         raise BadControlRequestError(msg)
@@ -45,7 +51,7 @@ def _decide(
     if directory is not None:
         scope = ApprovalScope.DIRECTORY
         directory = str(Path(directory).expanduser().absolute())
-    answer = operator.decide_approval(current_home(), approval_id, verdict, scope, directory)
+    answer = operator.decide_approval(resolve_home(), approval_id, verdict, scope, directory)
     if json_output:
         render.emit_json(answer)
         return
@@ -86,6 +92,8 @@ def approve(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Approve a pending call; it runs at once."""
+    from domain.values.authorization import ApprovalVerdict  # noqa: PLC0415 - loaded when used
+
     _decide(approval_id, ApprovalVerdict.APPROVED, session_scope, directory, json_output)
 
 
@@ -93,6 +101,8 @@ def approve(
 @expected_errors
 def deny(approval_id: str = APPROVAL_ID, json_output: bool = JSON_OPTION) -> None:
     """Deny a pending call; it does not run and the client is told why."""
+    from domain.values.authorization import ApprovalVerdict  # noqa: PLC0415 - loaded when used
+
     _decide(approval_id, ApprovalVerdict.REJECTED, False, None, json_output)
 
 
@@ -100,7 +110,9 @@ def deny(approval_id: str = APPROVAL_ID, json_output: bool = JSON_OPTION) -> Non
 @expected_errors
 def devices_list(json_output: bool = JSON_OPTION) -> None:
     """List every paired device, active or revoked."""
-    rows = operator.list_devices(current_home())
+    from adapters.api import operator  # noqa: PLC0415 - loaded when used
+
+    rows = operator.list_devices(resolve_home())
     if json_output:
         render.emit_json(rows)
         return
@@ -114,7 +126,9 @@ def devices_revoke(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Revoke a device: its token is refused on its very next request."""
-    row = operator.revoke(current_home(), device)
+    from adapters.api import operator  # noqa: PLC0415 - loaded when used
+
+    row = operator.revoke(resolve_home(), device)
     if json_output:
         render.emit_json(row)
         return
@@ -134,7 +148,9 @@ def devices_pair(
 
     The token is shown once: store it as a secret.
     """
-    device_id, token = exchange_pairing_code(current_home(), code, name)
+    from adapters.control.client import exchange_pairing_code  # noqa: PLC0415 - when used
+
+    device_id, token = exchange_pairing_code(resolve_home(), code, name)
     if json_output:
         render.emit_json({"device_id": device_id, "token": token})
         return

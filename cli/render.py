@@ -1,4 +1,8 @@
-"""Terminal and JSON rendering for the `ledgerclaw` command; CLI layer."""
+"""Terminal and JSON rendering for the `ledgerclaw` command; CLI layer.
+
+Every command imports it, so what it renders is named for the type checker only, and the
+progress bar loads when a command shows one.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +10,19 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from adapters.api.doctor import DoctorReport
-from adapters.journal.reader import TimelineEntry
 from cli import tables
-from domain.session.state import SessionState
-from domain.tools.result import ToolResult
+
+if TYPE_CHECKING:
+    from adapters.api.doctor import DoctorReport
+    from adapters.journal.reader import TimelineEntry
+    from domain.session.state import SessionState
+    from domain.tools.result import ToolResult
 
 out = Console(highlight=False, soft_wrap=False, markup=False)
 """Markup is off: paths, details and keys come from agents and users, so `[...]` in them
@@ -58,6 +63,14 @@ def pairs(rows: Sequence[tuple[str, str]]) -> None:
 @contextmanager
 def progress_bar(label: str) -> Iterator[Any]:
     """A progress bar on stderr, shown only on a terminal; yields an `update(done, total)`."""
+    from rich.progress import (  # noqa: PLC0415 - loaded by the commands that show one
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     bar = Progress(
         TextColumn(label),
         BarColumn(),

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from adapters.api import tool_calls
-from adapters.wiring.home import current_home
+from adapters.home import resolve_home
 from cli import render
 from cli.common import JSON_OPTION, expected_errors
 from domain.values.audience import Audience
@@ -34,7 +33,9 @@ def list_tools(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """List every registered tool, whether it is exposed, and why not."""
-    listing = tool_calls.list_tools(current_home(), session, audience)
+    from adapters.api import tool_calls  # noqa: PLC0415 - loaded when used
+
+    listing = tool_calls.list_tools(resolve_home(), session, audience)
     if json_output:
         render.emit_json(
             {
@@ -69,9 +70,11 @@ def call_tool(
 
     The call is journaled like any other.
     """
+    from adapters.api import tool_calls  # noqa: PLC0415 - loaded when used
+
     arguments = tool_calls.arguments_from_json(args)
     try:
-        done = tool_calls.call_tool(current_home(), tool, arguments, session, approve=approve)
+        done = tool_calls.call_tool(resolve_home(), tool, arguments, session, approve=approve)
     except KeyboardInterrupt:
         render.error("interrupted: the call ended as cancelled and its run as aborted")
         raise typer.Exit(INTERRUPTED) from None

@@ -11,13 +11,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from adapters.api.audit_terms import DEFAULT_LIMIT
 from adapters.clock import SYSTEM_CLOCK
 from domain.errors import LedgerclawError
-from domain.ports import Clock
 
-DEFAULT_LIMIT = 50
+if TYPE_CHECKING:
+    from domain.ports import Clock
+
 _AGE = re.compile(r"^(\d+)\s*([smhdw])$")
 _AGE_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from adapters.api.audit_terms import DEFAULT_LIMIT
 from adapters.api.catalog_queries import CatalogQueries
 from adapters.api.filters import (
-    DEFAULT_LIMIT,
     MAX_LIMIT,
     AuditQueryError,
     BadFilterError,

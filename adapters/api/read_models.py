@@ -10,15 +10,15 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
 from adapters.api.filters import Filters
 from adapters.home import Home
-from adapters.journal.failures import translated
-from adapters.journal.reader import JournalReader
-from projections.contract import Projection
+
+if TYPE_CHECKING:
+    from projections.contract import Projection
 
 _JSON_COLUMNS = frozenset({"operations", "paths", "recent_files", "arguments", "bounded_arguments"})
 
@@ -44,12 +44,39 @@ class Rows(list[dict[str, Any]]):
         self.columns = list(columns)
 
 
+class StreamHeads(Protocol):
+    """The one question the listings ask of the event log: how long each stream is."""
+
+    def stream_heads(self, stream_ids: Sequence[str]) -> dict[str, int]:
+        """How many events each stream holds; a stream without any is left out."""
+        ...
+
+
+class JournalFacts(Protocol):
+    """What the listings need of the journal: whether it exists, its streams, session ids.
+
+    `JournalReader` is one; a listing served from current read models passes a leaner one.
+    """
+
+    @property
+    def exists(self) -> bool:
+        """Whether the home has a journal with events to read."""
+        ...
+
+    @property
+    def log(self) -> StreamHeads:
+        """The journal's event log."""
+        ...
+
+    def resolve_session(self, text: str) -> object:
+        """The one session whose id is `text` or starts with it."""
+        ...
+
+
 class ReadModels:
     """The read-only connection and rows every query over one home's read models shares."""
 
-    def __init__(
-        self, home: Home, reader: JournalReader, projections: Sequence[Projection]
-    ) -> None:
+    def __init__(self, home: Home, reader: JournalFacts, projections: Sequence[Projection]) -> None:
         self.home = home
         self.reader = reader
         self.projections = tuple(projections)
@@ -61,6 +88,9 @@ class ReadModels:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
+        # Loaded here: a listing served from current read models opens its own connection.
+        from adapters.journal.failures import translated  # noqa: PLC0415
+
         uri = f"{self.home.database.as_uri()}?mode=ro"
         with (
             translated(self.home.database, "reading its read models"),

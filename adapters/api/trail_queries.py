@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
+from adapters.api.audit_terms import DECISIONS, OPERATIONS
 from adapters.api.filters import Filters, Where, choice
 from adapters.api.read_models import ReadModels, Rows
-from domain.values.authorization import FileOperation
-from projections.file_activity import SHELL_CANDIDATE
 
-DECISIONS = ("pending", "allowed", "denied", "corrected", "not_run")
-"""How an authorization attempt stands in `authorization_audit.decision`."""
-OPERATIONS = (*(operation.value for operation in FileOperation), SHELL_CANDIDATE)
-"""The operations `file_activity.operation` records: file operations, and shell candidates."""
+__all__ = ["DECISIONS", "OPERATIONS", "TrailQueries"]
 
 
 class TrailQueries(ReadModels):

@@ -1,13 +1,16 @@
 """A lean, read-only path over the stored events for timelines and listings; adapter layer.
 
 Replaying a timeline does not rebuild aggregates or validate models: it reads rows with
-sqlite3, parses them with orjson, upcasts old shapes and picks each event type's key fields.
-That keeps `session replay` fast on long sessions and lets it run beside a live daemon. The
-rows come from the event log (adapters/journal/event_log.py), which holds the SQL.
+sqlite3, parses them with orjson, upcasts old shapes and picks each event type's key fields
+with a reader made for that type from its `KEY_FIELDS`; an entry's `data` is the parsed
+state itself, so nothing is copied for a line that never shows it. That keeps `session
+replay` fast on long sessions and lets it run beside a live daemon. The rows come from the
+event log (adapters/journal/event_log.py), which holds the SQL.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -42,6 +45,10 @@ class TimelineEntry(NamedTuple):
     """Every stored field of the event (after upcasting), for --json and audits."""
 
 
+_new_entry = tuple.__new__
+"""Makes a TimelineEntry from its six values at once, without its keyword-taking `__new__`."""
+
+
 class SessionSummary(NamedTuple):
     """One line of the session list."""
 
@@ -55,20 +62,101 @@ class SessionSummary(NamedTuple):
     last_event_at: str
 
 
+FieldReader = Callable[[dict[str, Any]], dict[str, Any]]
+"""Reads, from one event's stored state, the fields its timeline line shows."""
+_EMPTY_KINDS = (str, list, dict)
+"""An empty value of these is not shown (nor None); a zero or False is."""
+
+
+def _grouped(paths: Sequence[str]) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]] | None:
+    """`paths` as top-level keys, then children by parent; None if that would change the order.
+
+    Every event's key fields have that shape (its own fields first, then those one level
+    down, each parent's together), which the grouped reader reads with the fewest lookups.
+    """
+    flat = tuple(path for path in paths if "." not in path)
+    groups: dict[str, tuple[str, ...]] = {}
+    for path in paths:
+        parent, _, child = path.partition(".")
+        if child:
+            groups[parent] = (*groups.get(parent, ()), child)
+    labels = [*flat, *(child for children in groups.values() for child in children)]
+    same_order = labels == [path.rsplit(".", 1)[-1] for path in paths]
+    if not same_order or any(path.count(".") > 1 for path in paths):
+        return None
+    return flat, groups
+
+
+def _grouped_reader(flat: tuple[str, ...], groups: dict[str, tuple[str, ...]]) -> FieldReader:
+    """The reader of top-level keys `flat`, then of each parent's children in `groups`."""
+    nested = tuple(groups.items())
+
+    def read(state: dict[str, Any]) -> dict[str, Any]:
+        found = {}
+        for key in flat:
+            value = state.get(key)
+            if value or (value is not None and type(value) not in _EMPTY_KINDS):
+                found[key] = value
+        for parent, children in nested:
+            inner = state.get(parent)
+            if type(inner) is dict:
+                for child in children:
+                    value = inner.get(child)
+                    if value or (value is not None and type(value) not in _EMPTY_KINDS):
+                        found[child] = value
+        return found
+
+    return read
+
+
+def _path_reader(paths: Sequence[str]) -> FieldReader:
+    """The reader of dotted `paths` of any depth, in their order."""
+    steps = tuple(
+        (parts[-1], parts[0], tuple(parts[1:])) for parts in (path.split(".") for path in paths)
+    )
+
+    def read(state: dict[str, Any]) -> dict[str, Any]:
+        found = {}
+        for label, first, rest in steps:
+            value = state.get(first)
+            for part in rest:
+                value = value.get(part) if type(value) is dict else None
+            if value or (value is not None and type(value) not in _EMPTY_KINDS):
+                found[label] = value
+        return found
+
+    return read
+
+
+def _field_reader(paths: Sequence[str]) -> FieldReader:
+    """The reader of `paths` (dotted for nested fields), each labelled by its last part.
+
+    One is made per event type, from its `KEY_FIELDS`, when the reader starts.
+    """
+    grouped = _grouped(paths)
+    return _path_reader(paths) if grouped is None else _grouped_reader(*grouped)
+
+
 class _Shape(NamedTuple):
+    """How the timeline reads one topic: its short name, its fields, its stored versions."""
+
     name: str
-    keys: tuple[tuple[str, tuple[str, ...]], ...]
+    read: FieldReader
     event_type: type[Any]
+    upcast_always: bool
+    """Whether every stored state needs upcasting (the class is past its first version)."""
 
 
 def _shapes() -> dict[str, _Shape]:
-    shapes = {}
-    for topic, event_type in events_by_topic().items():
-        keys = tuple(
-            (path.rsplit(".", 1)[-1], tuple(path.split("."))) for path in event_type.KEY_FIELDS
+    return {
+        topic: _Shape(
+            event_type.short_name(),
+            _field_reader(event_type.KEY_FIELDS),
+            event_type,
+            event_type.class_version > 1,
         )
-        shapes[topic] = _Shape(event_type.short_name(), keys, event_type)
-    return shapes
+        for topic, event_type in events_by_topic().items()
+    }
 
 
 class JournalReader:
@@ -129,7 +217,33 @@ class JournalReader:
         if not events:
             msg = f"no session {session_id} in the journal"
             raise UnknownSessionError(msg)
-        return [self._entry(e.version, e.position, e.topic, e.state) for e in events]
+        loads, shapes = orjson.loads, self._shapes
+        entries: list[TimelineEntry] = []
+        append = entries.append
+        # One pass with every name local: this loop is the timeline's whole cost per event.
+        for log_position, _stream, position, topic, raw in events:
+            state = loads(raw)
+            shape = shapes.get(topic)
+            if shape is None:
+                append(
+                    TimelineEntry(
+                        position, log_position, state.get("timestamp", ""), topic, {}, state
+                    )
+                )
+                continue
+            name, read, event_type, upcast_always = shape
+            if upcast_always or "class_version" in state:
+                upcast(event_type, state)
+            # The state was parsed for this entry alone: it becomes the entry's data as it is,
+            # less the envelope, so no copy of it is made for the lines that never show it.
+            recorded_at = state.pop("timestamp")
+            state.pop("originator_topic", None)
+            append(
+                _new_entry(
+                    TimelineEntry, (position, log_position, recorded_at, name, read(state), state)
+                )
+            )
+        return entries
 
     def transcript(self, session_id: SessionId, *, upto: int | None = None) -> list[dict[str, Any]]:
         """The session's messages as stored (JSON objects), from its first `upto` events."""
@@ -151,22 +265,3 @@ class JournalReader:
                 return head
         msg = f"no session {session_id} in the journal"
         raise UnknownSessionError(msg)
-
-    def _entry(self, position: int, log_position: int, topic: str, raw: bytes) -> TimelineEntry:
-        state = orjson.loads(raw)
-        shape = self._shapes.get(topic)
-        if shape is None:
-            return TimelineEntry(
-                position, log_position, state.get("timestamp", ""), topic, {}, state
-            )
-        if "class_version" in state or shape.event_type.class_version > 1:
-            upcast(shape.event_type, state)
-        fields: dict[str, Any] = {}
-        for label, path in shape.keys:
-            value: Any = state
-            for part in path:
-                value = value.get(part) if isinstance(value, dict) else None
-            if value not in (None, "", [], {}):
-                fields[label] = value
-        data = {k: v for k, v in state.items() if k not in ("timestamp", "originator_topic")}
-        return TimelineEntry(position, log_position, state["timestamp"], shape.name, fields, data)
