@@ -5,7 +5,6 @@ from __future__ import annotations
 from adapters.config.loading import checked_roots, load_config
 from adapters.home import Home, check_home, ensure_home, resolve_home
 from adapters.journal.event_log import SqliteEventLog
-from adapters.journal.journal import SqliteJournal
 from adapters.journal.reader import JournalReader
 from adapters.settings.config_file import Config
 from domain.ports import EventLog, Journal
@@ -43,4 +42,6 @@ def open_journal(home: Home) -> Journal:
     """The writable journal of `home`, creating the home and journal if missing."""
     config = home_config(home)
     ensure_home(home)
+    from adapters.journal.journal import SqliteJournal  # noqa: PLC0415 - writers only
+
     return SqliteJournal(home.database, config.journal)
