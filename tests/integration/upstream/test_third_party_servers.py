@@ -36,7 +36,7 @@ def everything() -> tuple[str | None, str]:
     if node is None or npm is None:
         return None, "Node is not installed here, so server-everything cannot run"
     if not ENTRY.exists():
-        prefix = ENTRY.parents[3]
+        prefix = ENTRY.parents[4]  # the directory that holds node_modules/
         prefix.mkdir(parents=True, exist_ok=True)
         try:
             subprocess.run(
@@ -47,6 +47,8 @@ def everything() -> tuple[str | None, str]:
             )
         except (subprocess.SubprocessError, OSError) as error:
             return None, f"{EVERYTHING} could not be installed from npm: {error}"
+        if not ENTRY.exists():
+            return None, f"npm installed {EVERYTHING} without {ENTRY.relative_to(prefix)}"
     return str(ENTRY), ""
 
 
