@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import StrEnum
-from functools import lru_cache, singledispatchmethod
+from functools import cache, singledispatchmethod
 from typing import Any
 
+import orjson
 from pydantic import JsonValue
 
 from domain.base import DomainEvent
@@ -25,7 +26,7 @@ from domain.shell.confinement import Confinement
 from domain.values.authorization import ApprovalVerdict, PolicyDecision
 from domain.values.receipts import FileActivity, InputProblem
 from projections.catalog import session_id_of, session_of
-from projections.contract import Batch, Position, Stored, Table
+from projections.contract import Batch, Events, Position, Stored, Table
 from projections.per_event import EventByEvent, handled_topics
 
 AUTHORIZATION_AUDIT = Table(
@@ -106,6 +107,7 @@ _POLICY = {
     PolicyDecision.DENY: AuditDecision.DENIED,
     PolicyDecision.APPROVAL_REQUIRED: AuditDecision.PENDING,
 }
+_POLICY_BY_VALUE = {decision.value: audit.value for decision, audit in _POLICY.items()}
 REVIEWED_SAFE = "reviewed-safe"
 """The prefix of the rule that allows a reviewed-safe shell command without asking."""
 UNKNOWN_OUTCOME = "unknown"
@@ -114,12 +116,20 @@ DETAIL_LIMIT = 2000
 
 def json_array(values: Iterable[str]) -> str:
     """The distinct `values`, in first-seen order, as a compact JSON array."""
-    return json.dumps(list(dict.fromkeys(values)), ensure_ascii=False, separators=(",", ":"))
+    return orjson.dumps(list(dict.fromkeys(values))).decode()
 
 
 def compact_json(value: object) -> str:
-    """`value` as compact JSON text, as the JSON columns hold it."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """`value` as compact JSON text, as the JSON columns hold it.
+
+    orjson writes it (text escaped as the standard library does, floats in their shortest
+    form: `1e-7`); a value it cannot write, such as an integer past 64 bits, is written by
+    the standard library.
+    """
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def problems_text(problems: Iterable[InputProblem]) -> str:
@@ -142,99 +152,107 @@ def operations_and_paths(activity: Iterable[FileActivity]) -> tuple[str, str]:
 
 
 Row = dict[str, Any]
-"""An audit row being folded in memory: column name to value."""
+"""An audit row being folded in memory: its filled columns, by name, to their values."""
 Fields = Mapping[str, Any]
-_INSERTED = tuple(column for column in AUTHORIZATION_AUDIT.columns if column != "duration_ms")
-_INSERT = (
-    f"INSERT INTO authorization_audit ({', '.join(_INSERTED)}, duration_ms)"  # noqa: S608 - fixed columns
-    f" VALUES ({', '.join('?' * len(_INSERTED))},"
-    " ROUND((julianday(?) - julianday(?)) * 86400000.0))"
-)
-"""One folded row; its duration computed by SQLite from its end and start, as `ENDED` does."""
+
+
+@cache
+def _insert(columns: tuple[str, ...]) -> str:
+    """The statement that inserts folded rows with values in `columns` (the rest NULL).
+
+    Each row's duration is computed by SQLite from its end and start, as `ENDED` does.
+    """
+    return (
+        f"INSERT INTO authorization_audit ({', '.join(columns)}, duration_ms)"  # noqa: S608 - column names from the table
+        f" VALUES ({', '.join('?' * len(columns))},"
+        " ROUND((julianday(?) - julianday(?)) * 86400000.0))"
+    )
+
+
+def _put(row: Row, column: str, value: object) -> None:
+    """Set `column`; a None leaves it out, so the table's NULL stands."""
+    if value is None:
+        row.pop(column, None)
+    else:
+        row[column] = value
 
 
 def _started(stored: Stored, f: Fields) -> Row:
-    """The row an attempt's start inserts (every other column empty)."""
+    """The row an attempt's start inserts (every column left out is empty)."""
+    row: Row = {
+        "attempt_id": f["attempt_id"],
+        "session_id": session_id_of(stored.stream),
+        "run_id": f["run_id"],
+        "call_id": f["call_id"],
+        "tool": f["tool_name"],
+        "operations": "[]",
+        "paths": "[]",
+        "decision": AuditDecision.PENDING.value,
+        "reviewed_safe": 0,
+        "approval_asked": 0,
+        "started_at": stored.at_text(),
+    }
     recorded = f.get("arguments")
+    if recorded is not None:
+        row["arguments"] = compact_json(recorded)
+        _put(row, "command", _command_argument(recorded))
     bounded = f.get("bounded_arguments")
-    row: Row = dict.fromkeys(_INSERTED)
-    row.update(
-        attempt_id=f["attempt_id"],
-        session_id=session_id_of(stored.stream),
-        run_id=f["run_id"],
-        call_id=f["call_id"],
-        tool=f["tool_name"],
-        operations="[]",
-        paths="[]",
-        decision=AuditDecision.PENDING,
-        reviewed_safe=0,
-        approval_asked=0,
-        started_at=stored.at().isoformat(),
-        arguments=None if recorded is None else compact_json(recorded),
-        bounded_arguments=json_array(bounded) if bounded else None,
-        arguments_spill_id=f.get("arguments_spill_id"),
-        command=_command_argument(recorded),
-    )
+    if bounded:
+        row["bounded_arguments"] = json_array(bounded)
+    _put(row, "arguments_spill_id", f.get("arguments_spill_id"))
     return row
-
-
-@lru_cache(maxsize=4096)
-def _arrays(activity: tuple[tuple[str, str], ...]) -> tuple[str, str]:
-    """The operations and the paths of (operation, path) pairs, as JSON arrays; paths recur."""
-    return json_array(a[0] for a in activity), json_array(a[1] for a in activity)
 
 
 def _targets(row: Row, activity: Sequence[Fields], *, only_if_empty: bool) -> None:
     if not activity:
         return
-    operations, paths = _arrays(tuple((str(a["operation"]), str(a["path"])) for a in activity))
     if not only_if_empty or row["operations"] == "[]":
-        row["operations"] = operations
+        row["operations"] = json_array([a["operation"] for a in activity])
     if not only_if_empty or row["paths"] == "[]":
-        row["paths"] = paths
+        row["paths"] = json_array([a["path"] for a in activity])
 
 
 def _policy(row: Row, f: Fields, _stored: Stored) -> None:
-    decision = PolicyDecision(f["decision"])
+    decision = f["decision"]
     rule = f["rule"]
-    row.update(
-        decision=_POLICY[decision],
-        rule=rule,
-        approval_mode=f.get("approval_mode"),
-        reviewed_safe=int(decision is PolicyDecision.ALLOW and rule.startswith(REVIEWED_SAFE)),
-        detail=f.get("detail") or None,
-    )
+    row["decision"] = _POLICY_BY_VALUE[decision]
+    _put(row, "rule", rule)
+    _put(row, "approval_mode", f.get("approval_mode"))
+    row["reviewed_safe"] = int(decision == PolicyDecision.ALLOW and rule.startswith(REVIEWED_SAFE))
+    _put(row, "detail", f.get("detail") or None)
     _targets(row, f.get("targets") or (), only_if_empty=False)
 
 
 def _asked(row: Row, f: Fields, _stored: Stored) -> None:
-    row.update(approval_asked=1, approval_mode=f["mode"], grant_key=f.get("grant_key") or None)
+    row["approval_asked"] = 1
+    _put(row, "approval_mode", f["mode"])
+    _put(row, "grant_key", f.get("grant_key") or None)
 
 
 def _decided(row: Row, f: Fields, stored: Stored) -> None:
     approved = f["verdict"] == ApprovalVerdict.APPROVED
-    row.update(
-        decision=AuditDecision.ALLOWED if approved else AuditDecision.DENIED,
-        approval_verdict=f["verdict"],
-        approval_scope=f["scope"],
-        decided_by=f["decided_by"],
-        decided_at=stored.at().isoformat(),
-    )
+    row["decision"] = (AuditDecision.ALLOWED if approved else AuditDecision.DENIED).value
+    _put(row, "approval_verdict", f["verdict"])
+    _put(row, "approval_scope", f["scope"])
+    _put(row, "decided_by", f["decided_by"])
+    row["decided_at"] = stored.at_text()
 
 
 def _ended(row: Row, stored: Stored, detail: str | None) -> None:
-    row["ended_at"] = stored.at().isoformat()
+    row["ended_at"] = stored.at_text()
     if detail is not None:
         row["detail"] = detail
 
 
 def _denied(row: Row, f: Fields, stored: Stored) -> None:
-    row.update(decision=AuditDecision.DENIED, failure_category=f["category"])
+    row["decision"] = AuditDecision.DENIED.value
+    _put(row, "failure_category", f["category"])
     _ended(row, stored, f.get("detail") or None)
 
 
 def _corrected(row: Row, f: Fields, stored: Stored) -> None:
-    row.update(decision=AuditDecision.CORRECTED, remediation=f["remediation"])
+    row["decision"] = AuditDecision.CORRECTED.value
+    _put(row, "remediation", f["remediation"])
     _ended(row, stored, f.get("detail") or None)
 
 
@@ -245,31 +263,29 @@ def _unknown(row: Row, f: Fields, stored: Stored) -> None:
 
 def _receipt(row: Row, f: Fields, stored: Stored) -> None:
     if row["decision"] == AuditDecision.PENDING:
-        row["decision"] = AuditDecision.NOT_RUN
-    row.update(outcome=f["outcome"], remediation=f.get("remediation"), spill_id=f.get("spill_id"))
+        row["decision"] = AuditDecision.NOT_RUN.value
+    _put(row, "outcome", f["outcome"])
+    _put(row, "remediation", f.get("remediation"))
+    _put(row, "spill_id", f.get("spill_id"))
     problems = f.get("problems")
     if problems:
         row["detail"] = "; ".join(f"{p['field']}: {p['message']}" for p in problems)[:DETAIL_LIMIT]
     shell = f.get("shell")
     if shell is not None:
-        row.update(
-            command=shell["command"],
-            shell_cwd=shell["cwd"],
-            shell_exit_code=shell.get("exit_code"),
-            shell_timed_out=int(shell.get("timed_out", False)),
-            shell_duration_ms=shell.get("duration_ms", 0),
-            shell_output_bytes=shell.get("output_bytes", 0),
-        )
+        _put(row, "command", shell["command"])
+        _put(row, "shell_cwd", shell["cwd"])
+        _put(row, "shell_exit_code", shell.get("exit_code"))
+        row["shell_timed_out"] = int(shell.get("timed_out", False))
+        _put(row, "shell_duration_ms", shell.get("duration_ms", 0))
+        _put(row, "shell_output_bytes", shell.get("output_bytes", 0))
     confinement = f.get("confinement")
     if confinement is not None:
         state = "confined" if confinement["confined"] else "unconfined"
-        row.update(
-            sandbox=f"{state} ({confinement['mode']})",
-            sandbox_abi=confinement["abi"],
-            sandbox_network=int(confinement.get("network", False)),
-            sandbox_rules=confinement.get("rules_digest"),
-            sandbox_missing="; ".join(confinement.get("missing") or ()) or None,
-        )
+        row["sandbox"] = f"{state} ({confinement['mode']})"
+        _put(row, "sandbox_abi", confinement["abi"])
+        row["sandbox_network"] = int(confinement.get("network", False))
+        _put(row, "sandbox_rules", confinement.get("rules_digest"))
+        _put(row, "sandbox_missing", "; ".join(confinement.get("missing") or ()) or None)
     _targets(row, f.get("file_activity") or (), only_if_empty=True)
     _ended(row, stored, None)
 
@@ -291,20 +307,19 @@ class AuthorizationAudit(EventByEvent):
     """Which calls were allowed, denied or corrected, by which rule, who approved, and how long."""
 
     name = "authorization_audit"
-    version = 3
+    version = 4
+    """4: the JSON columns are written by orjson (`1e-7` where the standard library wrote
+    `1e-07`); the same values."""
     tables: tuple[Table, ...] = (AUTHORIZATION_AUDIT,)
 
-    def apply_batch(self, events: Sequence[Stored], batch: Batch) -> None:
+    def apply_batch(self, events: Events, batch: Batch) -> None:
         """Fold the attempts started in the batch in memory and insert each once, whole.
 
         An event of an attempt started in an earlier batch becomes its update statement.
         """
-        topics = handled_topics(type(self))
         folded: dict[str, Row] = {}
-        for stored in events:
+        for stored in events.of(handled_topics(type(self))):
             topic = stored.topic
-            if topic not in topics:
-                continue
             f = stored.fields()
             if topic == AuthorizationAttemptStarted.TOPIC:
                 folded[f["attempt_id"]] = _started(stored, f)
@@ -314,10 +329,14 @@ class AuthorizationAudit(EventByEvent):
                 self.apply(stored.event(), stored.position(), batch)
             else:
                 _FOLDS[topic](row, f, stored)
-        batch.add_rows(
-            _INSERT,
-            [(*row.values(), row["ended_at"], row["started_at"]) for row in folded.values()],
-        )
+        # A folded row holds only its filled columns (most stay empty): binding those alone,
+        # in one statement per set of columns (a handful per batch), halves the insert's cost.
+        shapes: dict[tuple[str, ...], list[tuple[object, ...]]] = {}
+        for row in folded.values():
+            params = (*row.values(), row.get("ended_at"), row["started_at"])
+            shapes.setdefault(tuple(row), []).append(params)
+        for columns, rows in shapes.items():
+            batch.add_rows(_insert(columns), rows)
 
     @singledispatchmethod
     def apply(self, event: DomainEvent, position: Position, batch: Batch) -> None:

@@ -9,8 +9,7 @@ counts; projection layer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections import Counter
 from functools import singledispatchmethod
 
 from domain.base import DomainEvent
@@ -28,7 +27,7 @@ from domain.session.events import (
     StorageBound,
 )
 from domain.topics import EVENT_TYPES
-from projections.contract import Batch, Position, Stored, Table
+from projections.contract import Batch, Events, Position, Table
 from projections.per_event import EventByEvent, handled_topics
 
 SESSIONS = Table(
@@ -74,26 +73,18 @@ def session_id_of(stream: str) -> str:
 
 SESSION_TOPICS = frozenset(t.TOPIC for t in EVENT_TYPES if issubclass(t, SessionEvent))
 """Every event of a session after its opening moves the session's last activity."""
-COUNTED: dict[str, int] = {
-    MessageAppended.TOPIC: 0,
-    ModelRequested.TOPIC: 1,
-    AuthorizationAttemptStarted.TOPIC: 2,
-    AttemptDenied.TOPIC: 3,
-}
-"""The topics a session's counts follow, by the count's place in `_COUNTS`."""
+COUNTED = (
+    MessageAppended.TOPIC,
+    ModelRequested.TOPIC,
+    AuthorizationAttemptStarted.TOPIC,
+    AttemptDenied.TOPIC,
+)
+"""The topics a session's counts follow, in the order of `_COUNTS`."""
 _COUNTS = (
     "UPDATE sessions SET last_activity_at = ?, messages = messages + ?,"
     " model_requests = model_requests + ?, tool_calls = tool_calls + ?,"
     " denials = denials + ? WHERE session_id = ?"
 )
-
-
-@dataclass(slots=True)
-class _Tally:
-    """One session's events in a batch: the last of them, and its counts by `COUNTED` place."""
-
-    last: Stored
-    counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
 
 
 class SessionCatalog(EventByEvent):
@@ -103,28 +94,32 @@ class SessionCatalog(EventByEvent):
     version = 3
     tables: tuple[Table, ...] = (SESSIONS,)
 
-    def apply_batch(self, events: Sequence[Stored], batch: Batch) -> None:
-        """Apply the batch's defining events in order, then one count update per session."""
-        defining = handled_topics(type(self))
-        tallies: dict[str, _Tally] = {}
-        for stored in events:
-            topic = stored.topic
-            if topic in defining:
-                self.apply(stored.event(), stored.position(), batch)
-            if topic in SESSION_TOPICS:
-                tally = tallies.get(stored.stream)
-                if tally is None:
-                    tally = tallies[stored.stream] = _Tally(stored)
-                else:
-                    tally.last = stored
-                place = COUNTED.get(topic)
-                if place is not None:
-                    tally.counts[place] += 1
+    def apply_batch(self, events: Events, batch: Batch) -> None:
+        """Apply the batch's defining events in order, then one count update per session.
+
+        The counts come from the batch's topic and stream columns alone: only each session's
+        last event of the batch is read, for its time.
+        """
+        for stored in events.of(handled_topics(type(self))):
+            self.apply(stored.event(), stored.position(), batch)
+        streams, topics = events.streams, events.topics
+        # Each stream's last place. A session's events after its opening are all session
+        # events: only a stream that ends the batch on another topic (a session just opened,
+        # the device registry, an upstream server) needs the places of session events alone.
+        last = dict(zip(streams, range(len(streams)), strict=True))
+        if any(topics[place] not in SESSION_TOPICS for place in last.values()):
+            places = events.indices(SESSION_TOPICS)
+            last = dict(zip(map(streams.__getitem__, places), places, strict=True))
+        counted = [Counter(map(streams.__getitem__, events.indices((t,)))) for t in COUNTED]
         batch.add_rows(
             _COUNTS,
             [
-                (tally.last.at().isoformat(), *tally.counts, session_id_of(stream))
-                for stream, tally in tallies.items()
+                (
+                    events[place].at_text(),
+                    *(counts[stream] for counts in counted),
+                    session_id_of(stream),
+                )
+                for stream, place in last.items()
             ],
         )
 

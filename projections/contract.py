@@ -1,16 +1,16 @@
 """What a projection is: its tables as data, and the statements a batch of events turns into.
 
-A projection is pure: given a batch of events as the log holds them (`Stored`: position,
-stream, topic, decoded only as far as the projection asks) it returns SQL statements (text
-and parameters, or one text with many parameter rows), and it names the tables those
-statements write. The adapter that runs projections executes a batch's statements together
-with the projection's new position in one transaction, so an event is applied exactly once.
-Projection layer.
+A projection is pure: given a batch of events as the log holds them (`Events`: the batch's
+topics and streams as columns, and each event as a `Stored` one, decoded only as far as the
+projection asks) it returns SQL statements (text and parameters, or one text with many
+parameter rows), and it names the tables those statements write. The adapter that runs
+projections executes a batch's statements together with the projection's new position in
+one transaction, so an event is applied exactly once. Projection layer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -35,6 +35,13 @@ class Table:
     pk: tuple[str, ...]
     indexes: tuple[tuple[str, ...], ...] = ()
     doc: str = ""
+    looked_up: bool = False
+    """Whether the projection's own statements find rows by `indexes`, not only by the key.
+
+    The indexes of other tables serve their readers alone, so a read model built from
+    nothing gets them in the commit that brings it to the head of the log, in one pass over
+    its rows, rather than keeping them through every insert of the catch-up.
+    """
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,10 @@ class Stored(Protocol):
         """When the event happened, in UTC."""
         ...
 
+    def at_text(self) -> str:
+        """When the event happened, as `utc_text` writes it."""
+        ...
+
     def position(self) -> Position:
         """The event's log position, stream and time."""
         ...
@@ -124,9 +135,85 @@ class Decoded:
         moment = self.decoded.timestamp
         return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
 
+    def at_text(self) -> str:
+        """The event's time as `utc_text` writes it."""
+        return utc_text(self.decoded.timestamp)
+
     def position(self) -> Position:
         """The event's position."""
         return Position(log=self.log, stream=self.decoded.originator_id, at=self.at())
+
+
+class Events(Protocol):
+    """The events of one batch, in log order: columns that cost nothing, events on demand.
+
+    A projection that only counts reads `topics` and `streams`; one that needs a few topics
+    takes their places (`indices`) or their events (`of`) and never touches the rest.
+    """
+
+    @property
+    def topics(self) -> Sequence[str]:
+        """Each event's topic, in log order."""
+        ...
+
+    @property
+    def streams(self) -> Sequence[str]:
+        """Each event's stream id (32 hex digits), in log order."""
+        ...
+
+    def __len__(self) -> int:
+        """How many events the batch holds."""
+        ...
+
+    def __getitem__(self, index: int) -> Stored:
+        """The event at `index` (0 is the batch's first)."""
+        ...
+
+    def __iter__(self) -> Iterator[Stored]:
+        """Every event, in log order."""
+        ...
+
+    def indices(self, topics: Collection[str]) -> list[int]:
+        """The places of the events of `topics`, in log order."""
+        ...
+
+    def of(self, topics: Collection[str]) -> Sequence[Stored]:
+        """The events of `topics`, in log order."""
+        ...
+
+
+class DecodedEvents:
+    """Domain events already in memory, seen as one batch; for pure callers and tests."""
+
+    def __init__(self, events: Sequence[Stored]) -> None:
+        self._events = list(events)
+        self.topics: Sequence[str] = [event.topic for event in self._events]
+        self.streams: Sequence[str] = [event.stream for event in self._events]
+
+    @classmethod
+    def of_events(cls, events: Sequence[DomainEvent], first: int = 1) -> DecodedEvents:
+        """`events` at log positions from `first` on."""
+        return cls([Decoded(event, first + index) for index, event in enumerate(events)])
+
+    def __len__(self) -> int:
+        """How many events the batch holds."""
+        return len(self._events)
+
+    def __getitem__(self, index: int) -> Stored:
+        """The event at `index`."""
+        return self._events[index]
+
+    def __iter__(self) -> Iterator[Stored]:
+        """Every event, in log order."""
+        return iter(self._events)
+
+    def indices(self, topics: Collection[str]) -> list[int]:
+        """The places of the events of `topics`, in log order."""
+        return [index for index, topic in enumerate(self.topics) if topic in topics]
+
+    def of(self, topics: Collection[str]) -> Sequence[Stored]:
+        """The events of `topics`, in log order."""
+        return [self._events[index] for index in self.indices(topics)]
 
 
 @dataclass
@@ -153,6 +240,6 @@ class Projection(Protocol):
     version: int
     tables: tuple[Table, ...]
 
-    def apply_batch(self, events: Sequence[Stored], batch: Batch) -> None:
+    def apply_batch(self, events: Events, batch: Batch) -> None:
         """Add the statements the batch's `events` turn into, in as few as the batch allows."""
         ...

@@ -7,11 +7,13 @@ the journal and in the authorization audit; projection layer.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import singledispatchmethod
 from typing import Any
+
+import orjson
 
 from domain.base import DomainEvent
 from domain.session.events import (
@@ -25,7 +27,7 @@ from domain.session.events import (
 )
 from domain.tools.exposure import NO_SUCH_TOOL
 from domain.values.authorization import ApprovalVerdict, DenialCategory
-from projections.contract import Batch, Position, Stored, Table
+from projections.contract import Batch, Events, Position, Table
 from projections.per_event import EventByEvent, handled_topics
 
 DAILY_STATS = Table(
@@ -71,6 +73,7 @@ DAILY_DURATIONS = Table(
     pk=("attempt_id",),
     indexes=(("day", "tool", "outcome", "duration_ms"),),
     doc="Helper of daily_stats: each ended attempt's group and duration, for the p95.",
+    looked_up=True,
 )
 
 DENIED = "denied"
@@ -78,27 +81,24 @@ CORRECTED = "corrected"
 UNKNOWN = "unknown"
 UNKNOWN_TOOL = "(unknown)"
 """The one tool row every call of an unregistered name is counted in."""
-CHUNK = 500
-"""Attempt ids per p95 statement, well under SQLite's smallest parameter limit (999)."""
-
 _APPROVAL_COLUMN = {
     ApprovalVerdict.APPROVED: "granted",
     ApprovalVerdict.EXPIRED: "timed_out",
 }
 
+_GROUP_OF = "(SELECT day, tool, outcome FROM daily_durations WHERE attempt_id = ?1)"
 # A group's nearest-rank p95 is its value at 1-based rank ceil(0.95 * n); (95 * n + 99) / 100
 # is that ceiling in integer arithmetic, exact for every n (n = 1 gives rank 1), and needs no
-# math functions, which not every SQLite build has.
+# math functions, which not every SQLite build has. The group is named by one attempt that
+# ended in it; the value is read in the order of the group's (covering) index, skipping the
+# rows below its rank, so nothing is sorted.
 _P95 = (
-    "UPDATE daily_stats SET p95_duration_ms = ("
-    "SELECT duration_ms FROM ("
-    "SELECT d.duration_ms, ROW_NUMBER() OVER (ORDER BY d.duration_ms) AS rank,"
-    " COUNT(*) OVER () AS n FROM daily_durations AS d"
-    " WHERE d.day = daily_stats.day AND d.tool = daily_stats.tool"
-    " AND d.outcome = daily_stats.outcome"
-    ") WHERE rank = (95 * n + 99) / 100"
-    ") WHERE (day, tool, outcome) IN"
-    " (SELECT day, tool, outcome FROM daily_durations WHERE attempt_id IN ({marks}))"
+    "UPDATE daily_stats SET p95_duration_ms = ("  # noqa: S608 - fixed text
+    f"SELECT duration_ms FROM daily_durations WHERE (day, tool, outcome) = {_GROUP_OF}"
+    " ORDER BY duration_ms LIMIT 1 OFFSET ("
+    "SELECT (95 * count(*) + 99) / 100 - 1 FROM daily_durations"
+    f" WHERE (day, tool, outcome) = {_GROUP_OF}))"
+    f" WHERE (day, tool, outcome) = {_GROUP_OF}"
 )
 
 
@@ -107,18 +107,20 @@ _DURATION = (
     "INSERT INTO daily_durations (attempt_id, day, tool, outcome, duration_ms)"
     " VALUES (?, ?, ?, ?, ROUND((julianday(?) - julianday(?)) * 86400000.0))"
 )
-_COUNT = (
+_GROUP_COUNTS = (
     "INSERT INTO daily_stats (day, tool, outcome, calls, total_duration_ms, denials,"
     " approvals_asked, approvals_granted, approvals_timed_out)"
-    " SELECT day, tool, outcome, 1, duration_ms, ?, ?, ?, ? FROM daily_durations"
-    " WHERE attempt_id = ?"
-    " ON CONFLICT (day, tool, outcome) DO UPDATE SET calls = calls + 1,"
+    " SELECT ?, ?, ?, ?, sum(duration_ms), ?, ?, ?, ? FROM daily_durations"
+    " WHERE attempt_id IN (SELECT value FROM json_each(?))"
+    " ON CONFLICT (day, tool, outcome) DO UPDATE SET calls = calls + excluded.calls,"
     " total_duration_ms = total_duration_ms + excluded.total_duration_ms,"
     " denials = denials + excluded.denials,"
     " approvals_asked = approvals_asked + excluded.approvals_asked,"
     " approvals_granted = approvals_granted + excluded.approvals_granted,"
     " approvals_timed_out = approvals_timed_out + excluded.approvals_timed_out"
 )
+"""A group's calls that ended in the batch, counted in memory; their durations summed by
+SQLite from the rows `_DURATION` just wrote."""
 _ENDINGS = {
     ToolReceiptRecorded.TOPIC: None,
     AttemptDenied.TOPIC: DENIED,
@@ -140,6 +142,17 @@ class _Open:
     timed_out: int = 0
 
 
+@dataclass(slots=True)
+class _Ended:
+    """The calls of one group that ended in the batch: their ids and summed counters."""
+
+    attempts: list[str] = field(default_factory=list)
+    denials: int = 0
+    asked: int = 0
+    granted: int = 0
+    timed_out: int = 0
+
+
 def utc_day(at: datetime) -> str:
     """The UTC date of `at` (a naive time is taken as UTC), as YYYY-MM-DD."""
     aware = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
@@ -154,26 +167,23 @@ class DailyStats(EventByEvent):
     """2: calls of unregistered names are grouped as `(unknown)`."""
     tables: tuple[Table, ...] = (DAILY_STATS, DAILY_ATTEMPTS, DAILY_DURATIONS)
 
-    def apply_batch(self, events: Sequence[Stored], batch: Batch) -> None:
+    def apply_batch(self, events: Events, batch: Batch) -> None:
         """Fold the attempts started in the batch in memory, then write them set by set.
 
-        Each ended attempt gets its duration and its count, each still open a helper row,
-        and every group touched its p95. An event of an attempt started in an earlier batch
-        becomes its statements, as before.
+        Each ended attempt gets its duration row, each group its counts in one statement,
+        each attempt still open a helper row, and every group touched its p95. An event of
+        an attempt started in an earlier batch becomes its statements, as before.
         """
-        topics = handled_topics(type(self))
         opened: dict[str, _Open] = {}
         durations: list[tuple[object, ...]] = []
-        counts: list[tuple[object, ...]] = []
-        for stored in events:
+        ended: dict[tuple[str, str, str], _Ended] = {}
+        for stored in events.of(handled_topics(type(self))):
             topic = stored.topic
-            if topic not in topics:
-                continue
             f = stored.fields()
             attempt_id = f["attempt_id"]
             if topic == AuthorizationAttemptStarted.TOPIC:
-                at = stored.at()
-                opened[attempt_id] = _Open(utc_day(at), f["tool_name"], at.isoformat())
+                at = stored.at_text()
+                opened[attempt_id] = _Open(at[:10], f["tool_name"], at)
                 continue
             attempt = opened.get(attempt_id)
             if attempt is None:
@@ -195,22 +205,35 @@ class DailyStats(EventByEvent):
                         attempt.day,
                         attempt.tool,
                         outcome,
-                        stored.at().isoformat(),
+                        stored.at_text(),
                         attempt.started_at,
                     )
                 )
-                counts.append(
-                    (
-                        int(outcome == DENIED),
-                        attempt.asked,
-                        attempt.granted,
-                        attempt.timed_out,
-                        attempt_id,
-                    )
-                )
-                batch.dirty.add(attempt_id)
+                group = ended.get((attempt.day, attempt.tool, outcome))
+                if group is None:
+                    group = ended[attempt.day, attempt.tool, outcome] = _Ended()
+                group.attempts.append(attempt_id)
+                group.denials += outcome == DENIED
+                group.asked += attempt.asked
+                group.granted += attempt.granted
+                group.timed_out += attempt.timed_out
         batch.add_rows(_DURATION, durations)
-        batch.add_rows(_COUNT, counts)
+        batch.add_rows(
+            _GROUP_COUNTS,
+            [
+                (
+                    *key,
+                    len(group.attempts),
+                    group.denials,
+                    group.asked,
+                    group.granted,
+                    group.timed_out,
+                    orjson.dumps(group.attempts).decode(),
+                )
+                for key, group in ended.items()
+            ],
+        )
+        batch.dirty.update(group.attempts[0] for group in ended.values())
         batch.add_rows(
             "INSERT INTO daily_attempts (attempt_id, day, tool, started_at, asked, granted,"
             " timed_out) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -272,13 +295,12 @@ class DailyStats(EventByEvent):
         self._end(event.attempt_id, UNKNOWN, position, batch)
 
     def finish(self, batch: Batch) -> None:
-        """Recompute the p95 of every group an attempt of this batch ended in."""
-        # An ending event names its attempt, not the attempt's day and tool, which only the
-        # helper row knows; so the batch remembers attempt ids and SQL finds their groups.
-        ended = sorted(batch.dirty)
-        for start in range(0, len(ended), CHUNK):
-            chunk = ended[start : start + CHUNK]
-            batch.add(_P95.format(marks=", ".join("?" * len(chunk))), *chunk)
+        """Recompute the p95 of every group an attempt of this batch ended in.
+
+        `dirty` names one attempt per group: an ending event names its attempt, not the
+        attempt's day and tool, which for a call of an earlier batch only the helper row knows.
+        """
+        batch.add_rows(_P95, [(attempt_id,) for attempt_id in sorted(batch.dirty)])
 
     @staticmethod
     def _end(attempt_id: str, outcome: str, position: Position, batch: Batch) -> None:

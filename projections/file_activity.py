@@ -6,7 +6,6 @@ policy checked as writes, what it may have changed rather than what it did; proj
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import singledispatchmethod
 
 from domain.base import DomainEvent
@@ -19,7 +18,7 @@ from domain.session.events import (
 )
 from domain.values.receipts import OutcomeCategory
 from projections.catalog import session_id_of, session_of
-from projections.contract import Batch, Position, Stored, Table
+from projections.contract import Batch, Events, Position, Table
 from projections.per_event import EventByEvent, handled_topics
 
 FILE_ACTIVITY = Table(
@@ -67,7 +66,7 @@ class FileActivityLog(EventByEvent):
     version = 2
     tables: tuple[Table, ...] = (FILE_ACTIVITY, FILE_ACTIVITY_ATTEMPTS)
 
-    def apply_batch(self, events: Sequence[Stored], batch: Batch) -> None:
+    def apply_batch(self, events: Events, batch: Batch) -> None:
         """The batch's paths in one statement; helper rows only for calls still open at its end.
 
         A call started in the batch has its tool in memory; one started earlier has it in
@@ -77,10 +76,8 @@ class FileActivityLog(EventByEvent):
         tools: dict[str, str] = {}
         paths: list[tuple[object, ...]] = []
         forget: list[tuple[str]] = []
-        for stored in events:
+        for stored in events.of(topics):
             topic = stored.topic
-            if topic not in topics:
-                continue
             f = stored.fields()
             attempt_id = f["attempt_id"]
             if topic == AuthorizationAttemptStarted.TOPIC:
@@ -98,7 +95,7 @@ class FileActivityLog(EventByEvent):
             if shell is not None:
                 rows.extend((path, SHELL_CANDIDATE) for path in shell.get("candidates") or ())
             session_id = session_id_of(stored.stream)
-            at = stored.at().isoformat()
+            at = stored.at_text()
             paths.extend(
                 (attempt_id, path, operation, session_id, f["run_id"], tool, attempt_id, at)
                 for path, operation in rows

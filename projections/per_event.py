@@ -10,12 +10,11 @@ order; projection layer.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
 from functools import cache
 
 from domain.base import DomainEvent
 from domain.topics import EVENT_TYPES
-from projections.contract import Batch, Position, Stored
+from projections.contract import Batch, Events, Position
 
 
 def handled_topics(owner: type) -> frozenset[str]:
@@ -28,11 +27,13 @@ def _handled_topics(owner: type) -> frozenset[str]:
     dispatcher = getattr(inspect.getattr_static(owner, "apply"), "dispatcher", None)
     if dispatcher is None:
         return frozenset(event_type.TOPIC for event_type in EVENT_TYPES)
+    # The classes registered with handlers of their own; a subclass of one is dispatched to
+    # its handler. (Asking `dispatch` for each event type gives the same, but walks each
+    # type's MRO against every registered class: a tenth of a small catch-up.)
     fallback = dispatcher.dispatch(DomainEvent)
+    own = tuple(cls for cls, handler in dispatcher.registry.items() if handler is not fallback)
     return frozenset(
-        event_type.TOPIC
-        for event_type in EVENT_TYPES
-        if dispatcher.dispatch(event_type) is not fallback
+        event_type.TOPIC for event_type in EVENT_TYPES if own and issubclass(event_type, own)
     )
 
 
@@ -46,10 +47,8 @@ class EventByEvent:
     def finish(self, batch: Batch) -> None:
         """Add statements that recompute what the batch's events left dirty."""
 
-    def apply_batch(self, events: Sequence[Stored], batch: Batch) -> None:
+    def apply_batch(self, events: Events, batch: Batch) -> None:
         """Apply each event of a handled topic in log order, then `finish` the batch."""
-        topics = handled_topics(type(self))
-        for stored in events:
-            if stored.topic in topics:
-                self.apply(stored.event(), stored.position(), batch)
+        for stored in events.of(handled_topics(type(self))):
+            self.apply(stored.event(), stored.position(), batch)
         self.finish(batch)

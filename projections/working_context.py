@@ -7,13 +7,12 @@ read and written, in one statement for the batch; projection layer.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from functools import singledispatchmethod
 
 from domain.base import DomainEvent
 from domain.session.events import WorkingContextChanged
 from projections.catalog import session_id_of, session_of
-from projections.contract import Batch, Position, Stored, Table
+from projections.contract import Batch, Events, Position, Table
 from projections.per_event import EventByEvent
 
 WORKING_CONTEXT = Table(
@@ -33,6 +32,7 @@ _UPSERT = (
     " project_directory = excluded.project_directory,"
     " recent_files = excluded.recent_files, updated_at = excluded.updated_at"
 )
+_TOPICS = (WorkingContextChanged.TOPIC,)
 
 
 class WorkingContextView(EventByEvent):
@@ -42,16 +42,16 @@ class WorkingContextView(EventByEvent):
     version = 1
     tables: tuple[Table, ...] = (WORKING_CONTEXT,)
 
-    def apply_batch(self, events: Sequence[Stored], batch: Batch) -> None:
+    def apply_batch(self, events: Events, batch: Batch) -> None:
         """Upsert each session's last change of the batch; the earlier ones it replaces."""
-        last = {s.stream: s for s in events if s.topic == WorkingContextChanged.TOPIC}
+        places = events.indices(_TOPICS)
+        last = dict(zip(map(events.streams.__getitem__, places), places, strict=True))
         rows = []
-        for stream, stored in last.items():
+        for stream, place in last.items():
+            stored = events[place]
             f = stored.fields()
             recent = json.dumps(list(f["recent_files"]), ensure_ascii=False, separators=(",", ":"))
-            rows.append(
-                (session_id_of(stream), f["project_directory"], recent, stored.at().isoformat())
-            )
+            rows.append((session_id_of(stream), f["project_directory"], recent, stored.at_text()))
         batch.add_rows(_UPSERT, rows)
 
     @singledispatchmethod

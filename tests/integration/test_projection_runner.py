@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import closing
@@ -12,10 +13,13 @@ from uuid import UUID
 
 import pytest
 
+from adapters.journal.event_log import SqliteEventLog
 from adapters.projections.runner import ProjectionRunner
+from adapters.projections.stored import utc_text_of
 from domain.ids import DeviceId
 from domain.values.authorization import ApprovalVerdict
 from projections.authorization_audit import AuthorizationAudit
+from projections.contract import utc_text
 from projections.daily_stats import DailyStats
 from projections.registry import ALL_PROJECTIONS
 from tests.pipeline import Pipeline, approving, make_pipeline
@@ -224,3 +228,104 @@ async def test_a_new_version_rebuilds_the_projection_from_the_start(pipeline: Pi
     assert [(bumped_version, bumped_version)] == [
         (s.version, s.stored_version) for s in rebuilt.status() if s.name == "authorization_audit"
     ]
+
+
+# -- how a catch-up from nothing works ------------------------------------------------------
+
+READER_INDEXES = {
+    f"idx_{table.name}_{'_'.join(columns)}"
+    for projection in ALL_PROJECTIONS
+    for table in projection.tables
+    for columns in table.indexes
+}
+LOOKUP_INDEXES = {
+    f"idx_{table.name}_{'_'.join(columns)}"
+    for projection in ALL_PROJECTIONS
+    for table in projection.tables
+    if table.looked_up
+    for columns in table.indexes
+}
+
+
+def indexes(database: Path) -> set[str]:
+    """The names of the indexes created on the file's tables (not the keys' own)."""
+    with closing(sqlite3.connect(database)) as db:
+        rows = db.execute("SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()
+    return {name for (name,) in rows if not name.startswith("sqlite_autoindex")}
+
+
+class StopAfterFirstBatchError(Exception):
+    """Raised by a progress callback once the first batch has committed."""
+
+
+def stop(_done: int, _total: int) -> None:
+    """Stop a catch-up after its first committed batch."""
+    raise StopAfterFirstBatchError
+
+
+@pytest.mark.anyio
+async def test_read_models_built_from_nothing_get_their_indexes_at_the_head(
+    pipeline: Pipeline,
+) -> None:
+    """A catch-up that stops early leaves the readers' indexes to the next, which builds them."""
+    runner = ProjectionRunner(pipeline.home.database, ALL_PROJECTIONS)
+    with pytest.raises(StopAfterFirstBatchError):
+        runner.catch_up(stop, batch_size=3)
+    assert LOOKUP_INDEXES == indexes(pipeline.home.database)
+    assert runner.catch_up(batch_size=3) > 0
+    assert READER_INDEXES == indexes(pipeline.home.database)
+
+
+def test_an_empty_journal_gets_every_index_at_once(tmp_path: Path) -> None:
+    """With no event to wait for, the read models are created whole."""
+    database = tmp_path / "empty.db"
+    assert 0 == ProjectionRunner(database, ALL_PROJECTIONS).catch_up()
+    assert READER_INDEXES == indexes(database)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("collecting", [True, False], ids=["collector-on", "collector-off"])
+async def test_a_catch_up_pauses_the_garbage_collector_and_leaves_it_as_it_was(
+    pipeline: Pipeline, collecting: bool
+) -> None:
+    """No collection runs between batches; afterwards the collector is on only if it was."""
+    seen: list[bool] = []
+    was = gc.isenabled()
+    (gc.enable if collecting else gc.disable)()
+    try:
+        ProjectionRunner(pipeline.home.database, ALL_PROJECTIONS).catch_up(
+            lambda _done, _total: seen.append(gc.isenabled()), batch_size=4
+        )
+        assert collecting == gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert seen
+    assert not any(seen)
+
+
+@pytest.mark.anyio
+async def test_the_log_reads_the_same_rows_through_a_connection_it_is_lent(
+    pipeline: Pipeline,
+) -> None:
+    """`batch_rows` through a held connection gives `batch`'s events as plain tuples."""
+    log = SqliteEventLog(pipeline.home.database)
+    expected = [tuple(event) for event in log.batch(2, 5)]
+    with closing(sqlite3.connect(pipeline.home.database)) as db:
+        assert expected == log.through(db).batch_rows(2, 5)
+        assert expected == [tuple(event) for event in log.through(db).batch(2, 5)]
+    assert 5 == len(expected)
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "2026-11-30T10:15:02.123456Z",
+        "2026-11-30T10:15:02Z",
+        "2026-11-30T10:15:02.000000Z",
+        "2026-11-30T12:15:02.5+02:00",
+        "2026-11-30T10:15:02.123456+00:00",
+    ],
+)
+def test_a_stored_time_reads_as_the_read_models_write_times(stamp: str) -> None:
+    """The `Z` form pydantic writes, and any other ISO form, read as `utc_text` writes."""
+    assert utc_text(datetime.fromisoformat(stamp)) == utc_text_of(stamp)

@@ -57,7 +57,7 @@ from domain.values.authorization import (
 from domain.values.conversation import ChatMessage, MessageRole
 from domain.values.receipts import FileActivity, OutcomeCategory, RemediationCode, ToolReceipt
 from domain.values.runs import RunEndReason
-from projections.contract import Batch, Projection, Stored
+from projections.contract import Batch, Events, Projection
 from projections.registry import ALL_PROJECTIONS
 from tests import strategies
 
@@ -675,7 +675,7 @@ def failing(projection: Projection, at: int, where: str) -> Projection:
     base: type[Any] = type(projection)
 
     class Failing(base):  # type: ignore[misc]  # a test-only subclass
-        def apply_batch(self, events: Sequence[Stored], batch: Batch) -> None:
+        def apply_batch(self, events: Events, batch: Batch) -> None:
             super().apply_batch(events, batch)
             if not any(stored.log == at for stored in events):
                 return
@@ -767,7 +767,7 @@ def test_overlapping_catch_ups_apply_each_event_once(other: str) -> None:
         interrupt = getattr(overlapping, other)
 
         class Overlapped(type(catalog)):  # type: ignore[misc]  # a test-only subclass
-            def apply_batch(self, events: Sequence[Stored], batch: Batch) -> None:
+            def apply_batch(self, events: Events, batch: Batch) -> None:
                 # Another process catches up (or rebuilds) while this batch is being built.
                 interrupt()
                 super().apply_batch(events, batch)

@@ -40,9 +40,9 @@ from domain.values.receipts import (
 )
 from domain.values.runs import RunEndReason, SessionCloseReason
 from projections import registry
-from projections.authorization_audit import AuthorizationAudit
+from projections.authorization_audit import AuthorizationAudit, compact_json
 from projections.catalog import SessionCatalog
-from projections.contract import Batch, Decoded, Projection
+from projections.contract import Batch, DecodedEvents, Projection
 from projections.daily_stats import UNKNOWN_TOOL, DailyStats
 from projections.devices import DeviceList
 from projections.file_activity import FileActivityLog
@@ -155,7 +155,7 @@ def project(projection: Projection, *batches: Sequence[DomainEvent]) -> sqlite3.
     log = 0
     for events in batches:
         batch = Batch()
-        stored = [Decoded(event, log + index) for index, event in enumerate(events, start=1)]
+        stored = DecodedEvents.of_events(events, first=log + 1)
         log += len(stored)
         projection.apply_batch(stored, batch)
         for statement in batch.statements:
@@ -443,6 +443,60 @@ def test_the_audit_row_of_invalid_input_names_each_field_and_message() -> None:
         row["decision"],
         row["outcome"],
     )
+
+
+def test_a_batch_folded_in_memory_gives_the_rows_of_one_event_at_a_time() -> None:
+    """Shell runs, sandboxes, invalid input, approvals, corrections, run ends: same rows."""
+    confinement = Confinement(
+        mode=SandboxMode.REQUIRED, abi=4, confined=False, rules_digest=None, missing=("x",)
+    )
+    invalid = ToolReceipt(
+        outcome=OutcomeCategory.INVALID_INPUT,
+        problems=(InputProblem(field="path", message="Field required"),),
+    )
+    ran = ToolReceipt(outcome=OutcomeCategory.SUCCESS, shell=SHELL_RUN, confinement=confinement)
+    read = touched((README, FileOperation.READ), (README, FileOperation.READ))
+    timeline = (
+        Timeline()
+        .at(1, shell_started(A1, {"command": "echo", "limit": 1e-7}), allowed(A1, "ok"))
+        .at(2, receipt(A1, ran), started(A2), receipt(A2, invalid))
+        .at(3, started(A3, "shell_execute"), needs_approval(A3, "shell:touch"))
+        .at(4, lambda s: s.decide_approval(A3, ApprovalVerdict.APPROVED, "alice"))
+        .at(5, receipt(A3, read), started(A4, "find_files"))
+        .at(6, lambda s: s.issue_correction(RUN, A4, RemediationCode.LOAD_TOOL, "deferred"))
+        .at(
+            7,
+            started(A5),
+            allowed(
+                A5, "path access (read)", FileActivity(path=NOTES, operation=FileOperation.READ)
+            ),
+        )
+        .at(7, started(A6, "shell_execute"), needs_approval(A6))
+        .at(9, lambda s: s.end_run(RUN, RunEndReason.ABORT))
+    )
+    for projection in (AuthorizationAudit(), DailyStats(), FileActivityLog(), SessionCatalog()):
+        whole = project(projection, timeline.events)
+        one_by_one = project(projection, *split(timeline.events, 1))
+        for table in projection.tables:
+            expected = sorted(rows(one_by_one, table.name), key=repr)
+            assert expected == sorted(rows(whole, table.name), key=repr), table.name
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (
+            {"path": "é/\n\u2028", "n": [1, 2.5, None, True]},
+            '{"path":"é/\\n\u2028","n":[1,2.5,null,true]}',
+        ),
+        ({"tiny": 1e-7, "huge": 1e16}, '{"tiny":1e-7,"huge":1e+16}'),
+        ({"past_64_bits": 2**70}, '{"past_64_bits":1180591620717411303424}'),
+    ],
+    ids=["text", "floats", "big-int"],
+)
+def test_the_audit_writes_recorded_arguments_as_compact_json(value: object, text: str) -> None:
+    """Compact, non-ASCII kept, floats in their shortest form; an integer past 64 bits too."""
+    assert text == compact_json(value)
 
 
 # -- devices -------------------------------------------------------------------------------
