@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple, Protocol, TypeVar
+from typing import Protocol, TypeVar
 from uuid import UUID
 
 from domain.agent.failover import Candidate
@@ -19,6 +19,7 @@ from domain.agent.replies import ModelReply, ModelRequest
 from domain.authorization.approvals import ApprovalAnswer, ApprovalRequest
 from domain.devices.aggregate import DeviceRegistry
 from domain.ids import SessionId
+from domain.logged import LoggedEvent, StreamSpan
 from domain.session.aggregate import Session
 from domain.session.opening import SessionOpening
 from domain.upstream.aggregate import UpstreamServer
@@ -107,26 +108,6 @@ class Journal(Protocol):
     def close(self) -> None:
         """Release the store."""
         ...
-
-
-class LoggedEvent(NamedTuple):
-    """One stored event as the log holds it: encoded, not decoded."""
-
-    position: int
-    """The event's place in the whole log, from 1, in commit order."""
-    stream_id: str
-    """The stream (aggregate) id as stored: 32 hex digits."""
-    version: int
-    """The event's place in its stream, from 1."""
-    topic: str
-    state: bytes
-
-
-class StreamSpan(NamedTuple):
-    """The first and the last event of one stream."""
-
-    first: LoggedEvent
-    last: LoggedEvent
 
 
 class EventLog(Protocol):

@@ -14,23 +14,25 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
-
-import orjson
 
 from adapters.api.catalog_queries import CatalogQueries
 from adapters.api.filters import Filters
 from adapters.api.read_models import Rows
 from adapters.errors import NotAJournalError
 from adapters.home import Home
-from adapters.journal.header import companions, read_header, truncation, wal_has_content
+from adapters.journal.event_log import SqliteEventLog
+from adapters.journal.header import (
+    APPLICATION_ID,
+    SCHEMA_VERSION,
+    companions,
+    read_header,
+    truncation,
+    wal_has_content,
+)
 
-APPLICATION_ID = 0x4C434C57
-"""The journal's mark in the SQLite header (adapters/journal/identity.py; a test keeps both)."""
-SCHEMA_VERSION = 1
-"""The journal layout this path reads (adapters/journal/identity.py; a test keeps both)."""
 PROJECTION_VERSIONS = {
     "sessions": 3,
     "working_context": 1,
@@ -44,7 +46,6 @@ PROJECTION_VERSIONS = {
 Kept here so that knowing whether the read models are current loads no projection; a test
 keeps it equal to the registry, so a version bumped there fails the suite until it is here.
 """
-_EVENTS = "stored_events"
 _POSITIONS = "projection_positions"
 
 
@@ -75,31 +76,13 @@ def _reading(path: Path) -> Iterator[sqlite3.Connection]:
         yield db
 
 
-class _Log:
-    """The streams' lengths, read on the listing's own connection."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-
-    def stream_heads(self, stream_ids: Sequence[str]) -> dict[str, int]:
-        """How many events each stream holds, in one query; a stream without any is left out."""
-        if not stream_ids:
-            return {}
-        rows = self.db.execute(
-            f"SELECT originator_id, max(originator_version) FROM {_EVENTS}"  # noqa: S608 - fixed table name
-            " WHERE originator_id IN (SELECT value FROM json_each(?)) GROUP BY originator_id",
-            (orjson.dumps(list(stream_ids)).decode(),),
-        ).fetchall()
-        return {str(stream): int(head) for stream, head in rows}
-
-
 class _CurrentJournal:
     """The journal as far as a listing from current read models needs it."""
 
     exists = True
 
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.log = _Log(db)
+    def __init__(self, path: Path, db: sqlite3.Connection) -> None:
+        self.log = SqliteEventLog(path, connection=db)
 
     def resolve_session(self, text: str) -> object:
         """Never asked: a listing with a session filter takes the ordinary path."""
@@ -110,7 +93,7 @@ class _CurrentCatalog(CatalogQueries):
     """The catalog's queries on one connection, inside one read transaction."""
 
     def __init__(self, home: Home, db: sqlite3.Connection) -> None:
-        super().__init__(home, _CurrentJournal(db), ())
+        super().__init__(home, _CurrentJournal(home.database, db), ())
         self.db = db
 
     @contextmanager
@@ -138,7 +121,7 @@ def _recognised(home: Home) -> bool:
         return False  # the ordinary path says what is wrong with it
 
 
-def _current(db: sqlite3.Connection) -> bool:
+def _current(path: Path, db: sqlite3.Connection) -> bool:
     """Whether every read model stands at the head of the log in this code's version."""
     if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
         return False
@@ -148,7 +131,7 @@ def _current(db: sqlite3.Connection) -> bool:
             f"SELECT name, version, position FROM {_POSITIONS}"  # noqa: S608 - fixed table name
         )
     }
-    head = db.execute(f"SELECT MAX(rowid) FROM {_EVENTS}").fetchone()[0] or 0  # noqa: S608 - fixed table name
+    head = SqliteEventLog(path, connection=db).head()
     return all(stored.get(name) == (version, head) for name, version in PROJECTION_VERSIONS.items())
 
 
@@ -166,7 +149,7 @@ def current_sessions(home: Home, filters: Filters, *, oldest_first: bool = False
     try:
         with _reading(home.database) as db:
             db.execute("BEGIN")
-            if not _current(db):
+            if not _current(home.database, db):
                 return None
             return _CurrentCatalog(home, db).sessions(filters, oldest_first=oldest_first)
     except (sqlite3.Error, NotCurrentError):

@@ -17,8 +17,8 @@ from adapters.errors import JournalCorruptError
 from adapters.home import Home, ensure_home
 from adapters.journal.event_log import EVENTS_TABLE
 from adapters.journal.failures import translated
+from adapters.journal.header import SCHEMA_VERSION
 from adapters.journal.identity import (
-    SCHEMA_VERSION,
     check_journal_file,
     prepare_journal_file,
     read_schema_version,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from adapters.journal.event_log import EVENTS_TABLE, SqliteEventLog
-from adapters.journal.identity import APPLICATION_ID, SCHEMA_VERSION
+from adapters.journal.header import APPLICATION_ID, SCHEMA_VERSION
 from adapters.journal.integrity import integrity_failures
 
 MAX_REPORTED_PROBLEMS = 3

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from adapters.journal.failures import translated
-from domain.ports import LoggedEvent, StreamSpan
+from domain.logged import LoggedEvent, StreamSpan
 
 EVENTS_TABLE = "stored_events"
 """The table the eventsourcing recorder keeps the events in."""

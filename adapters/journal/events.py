@@ -9,7 +9,8 @@ from eventsourcing.persistence import StoredEvent
 from adapters.journal.mapper import CatalogMapper, OrjsonTranscoder
 from domain.base import DomainEvent
 from domain.ids import SessionId
-from domain.ports import EventLog, LoggedEvent
+from domain.logged import LoggedEvent
+from domain.ports import EventLog
 
 
 def decoded_stream(

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-from eventsourcing import persistence
 
 from adapters.errors import JournalBusyError, JournalCorruptError, JournalError
 
@@ -88,7 +87,11 @@ def is_damage(error: BaseException) -> bool:
 def classify(error: BaseException, path: Path, doing: str) -> JournalError | None:
     """The typed error for a database failure of `path` while `doing`, or None if not one."""
     cause = _sqlite_cause(error)
-    conflict = (sqlite3.IntegrityError, sqlite3.ProgrammingError, persistence.IntegrityError)
+    conflict: tuple[type[Exception], ...] = (
+        sqlite3.IntegrityError,
+        sqlite3.ProgrammingError,
+        *_library("IntegrityError"),
+    )
     if isinstance(cause, conflict):
         return None  # a conflict or a misuse: the caller's business, not the file's state
     text = str(cause)
@@ -99,12 +102,25 @@ def classify(error: BaseException, path: Path, doing: str) -> JournalError | Non
     return None
 
 
+def _library(name: str) -> tuple[type[Exception], ...]:
+    """The event store library's error class `name`, once the library is loaded.
+
+    Before it is loaded none of its errors can be raised, so a reader that never loads it
+    (the session list on current read models) need not import it to catch them.
+    """
+    persistence = sys.modules.get("eventsourcing.persistence")
+    return () if persistence is None else (getattr(persistence, name),)
+
+
 @contextmanager
 def translated(path: Path, doing: str) -> Iterator[None]:
     """Raise a damaged or held database file as a typed error naming `path` and `doing`."""
     try:
         yield
-    except (sqlite3.DatabaseError, persistence.DatabaseError) as error:
+    except Exception as error:
+        # The library's class is looked up as the error is caught: the block may load it.
+        if not isinstance(error, (sqlite3.DatabaseError, *_library("DatabaseError"))):
+            raise
         typed = classify(error, path, doing)
         if typed is None:
             raise

@@ -12,6 +12,11 @@ from typing import NamedTuple
 
 from adapters.errors import NotAJournalError
 
+APPLICATION_ID = 0x4C434C57
+"""'LCLW' in the SQLite header: marks the file as a ledgerclaw journal."""
+SCHEMA_VERSION = 1
+"""The journal layout this code writes and reads; kept in PRAGMA user_version."""
+
 MAGIC = b"SQLite format 3\x00"
 HEADER_SIZE = 100
 COMPANION_SUFFIXES = ("-wal", "-shm")

@@ -18,13 +18,16 @@ from pathlib import Path
 from adapters.errors import JournalBusyError, NewerSchemaError, NotAJournalError
 from adapters.journal.event_log import EVENTS_TABLE
 from adapters.journal.failures import corrupt_error, translated
-from adapters.journal.header import Header, read_header, truncation, wal_has_content
+from adapters.journal.header import (
+    APPLICATION_ID,
+    SCHEMA_VERSION,
+    Header,
+    read_header,
+    truncation,
+    wal_has_content,
+)
 from adapters.journal.integrity import probe, read_only
 
-APPLICATION_ID = 0x4C434C57
-"""'LCLW' in the SQLite header: marks the file as a ledgerclaw journal."""
-SCHEMA_VERSION = 1
-"""The journal layout this code writes and reads; kept in PRAGMA user_version."""
 JOURNAL_MODE = 0o600
 """The journal holds everything a session did: it is readable by its owner only."""
 OPENING = "opening it"

@@ -12,7 +12,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import ApplicationRecorder
 
-from domain.ports import LoggedEvent, StreamSpan
+from domain.logged import LoggedEvent, StreamSpan
 
 
 def _hex(originator_id: UUID | str) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import typer
 
-from adapters.journal.identity import SCHEMA_VERSION
+from adapters.journal.header import SCHEMA_VERSION
 from adapters.journal.journal import SqliteJournal
 from cli.app import app
 from domain.ids import RunId, SessionId

@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from adapters.errors import JournalCorruptError
-from adapters.journal.identity import SCHEMA_VERSION
+from adapters.journal.header import SCHEMA_VERSION
 from adapters.journal.journal import SqliteJournal
 from adapters.projections.runner import ProjectionRunner
 from cli.app import app

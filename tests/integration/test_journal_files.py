@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from adapters.errors import JournalCorruptError, NewerSchemaError
-from adapters.journal.identity import SCHEMA_VERSION, check_journal_file, prepare_journal_file
+from adapters.journal.header import SCHEMA_VERSION
+from adapters.journal.identity import check_journal_file, prepare_journal_file
 from adapters.journal.integrity import integrity_failures
 from adapters.journal.journal import SqliteJournal
 from adapters.journal.reader import JournalReader

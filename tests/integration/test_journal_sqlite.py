@@ -17,7 +17,7 @@ from adapters.errors import (
     NotAJournalError,
 )
 from adapters.journal.application import SNAPSHOT_INTERVAL, TunedConnectionPool
-from adapters.journal.identity import APPLICATION_ID, SCHEMA_VERSION
+from adapters.journal.header import APPLICATION_ID, SCHEMA_VERSION
 from adapters.journal.journal import SqliteJournal
 from adapters.settings.journal import Durability, JournalSettings
 from domain.ids import DeviceId

@@ -7,7 +7,6 @@ without loading the modules that define them; these tests fail as soon as the tw
 from __future__ import annotations
 
 from adapters.api import audit_terms, current_catalog
-from adapters.journal import identity
 from domain.values.authorization import FileOperation
 from projections.file_activity import SHELL_CANDIDATE
 from projections.registry import ALL_PROJECTIONS
@@ -18,12 +17,6 @@ def test_the_projection_versions_are_those_of_the_registry() -> None:
     expected = {projection.name: projection.version for projection in ALL_PROJECTIONS}
 
     assert expected == current_catalog.PROJECTION_VERSIONS
-
-
-def test_the_journal_mark_and_schema_are_those_of_the_journal_file() -> None:
-    """The header values the lean path recognises are those the journal is stamped with."""
-    assert identity.APPLICATION_ID == current_catalog.APPLICATION_ID
-    assert identity.SCHEMA_VERSION == current_catalog.SCHEMA_VERSION
 
 
 def test_the_audit_operations_are_those_file_activity_records() -> None:

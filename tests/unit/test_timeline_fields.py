@@ -13,7 +13,7 @@ import pytest
 
 from adapters.journal.reader import JournalReader, _field_reader
 from domain.ids import SessionId
-from domain.ports import LoggedEvent
+from domain.logged import LoggedEvent
 from domain.topics import events_by_topic
 
 
