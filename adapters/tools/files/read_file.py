@@ -91,16 +91,16 @@ class _Lines:
         ):
             return False
         end = chunk.rfind(b"\n") + 1
-        lines = chunk[:end].split(b"\n")
-        lines.pop()  # what follows the last newline: nothing, or the line left open
-        if any(len(line) > MAX_LINE_CHARS for line in lines):
-            return False
         texts = chunk[:end].decode("utf-8", "replace").split("\n")
-        texts.pop()
+        texts.pop()  # what follows the last newline: nothing, or the line left open
+        # A line of at most MAX_LINE_CHARS characters has at most 4 bytes for each (or 3 for
+        # each replaced piece), so it fits _LINE_BYTES too: nothing of it would be cut.
+        if any(len(text) > MAX_LINE_CHARS for text in texts):
+            return False
         first = self.number
         self.kept.extend(f"{number:>6}\t{text}" for number, text in enumerate(texts, first))
-        self.kept_bytes += end - len(lines)
-        self.number = first + len(lines)
+        self.kept_bytes += end - newlines
+        self.number = first + newlines
         self.open = False
         rest = chunk[end:]
         if rest:
